@@ -10,7 +10,7 @@ short_description: Find NVIDIA GPUs, Mellanox NICs and RDMA devices from sysfs
 version_added: 0.1.0
 description:
   - Reads C(/sys/bus/pci/devices/*/vendor), C(device) and C(class), and lists C(/sys/class/infiniband).
-  - Sets the fact C(ddp_hardware). Needs no driver: a GPU is found by its PCI vendor ID (0x10de) even
+  - Sets the fact C(ddp_hardware). Needs no driver. A GPU is found by its PCI vendor ID (0x10de) even
     when no NVIDIA driver is loaded, which is what the GPU roles need before they install one.
   - Read-only; always reports C(changed=false).
 options:
@@ -20,11 +20,13 @@ options:
     type: path
     default: /sys
 author:
-  - ddp.cluster contributors
+  - ddp.cluster maintainers (@ddp-cluster)
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
 

@@ -43,11 +43,13 @@ options:
     type: str
     default: 0.0.0.0
 author:
-  - ddp.cluster contributors
+  - ddp.cluster maintainers (@ddp-cluster)
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
 

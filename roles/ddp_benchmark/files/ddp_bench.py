@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: contributors to ddp.cluster
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Synthetic-data PyTorch DDP training benchmark, launched by torchrun.
@@ -190,7 +189,7 @@ def run(args, layout):
     """Initialise the process group, run the benchmark, return the result dict."""
     import torch
     import torch.distributed as dist
-    import torch.nn as nn
+    from torch import nn
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     rank, local_rank, world_size = layout["rank"], layout["local_rank"], layout["world_size"]
@@ -234,12 +233,12 @@ def run(args, layout):
                 torch.cuda.synchronize(device)
 
         ddp.train()
-        for _ in range(args.warmup_steps):
+        for _warm in range(args.warmup_steps):
             step()
         sync()
         dist.barrier()
         t0 = time.perf_counter()
-        for _ in range(args.steps):
+        for _step in range(args.steps):
             step()
         sync()
         elapsed = time.perf_counter() - t0
@@ -282,12 +281,12 @@ def all_gather_objects(torch, dist, obj, device, world_size):
     """
     data = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8).to(device)
     size = torch.tensor([data.numel()], dtype=torch.long, device=device)
-    sizes = [torch.zeros_like(size) for _ in range(world_size)]
+    sizes = [torch.zeros_like(size) for _rank in range(world_size)]
     dist.all_gather(sizes, size)
     sizes = [int(s.item()) for s in sizes]
     padded = torch.zeros(max(sizes), dtype=torch.uint8, device=device)
     padded[: data.numel()] = data
-    chunks = [torch.zeros_like(padded) for _ in range(world_size)]
+    chunks = [torch.zeros_like(padded) for _rank in range(world_size)]
     dist.all_gather(chunks, padded)
     return [pickle.loads(bytes(c[:n].cpu().tolist())) for c, n in zip(chunks, sizes)]
 

@@ -1,0 +1,63 @@
+# ddp.cluster: two entry points.
+#   make demo   build the local podman cluster and run site.yml on it (ends with the benchmark table)
+#   make test   lint, sanity, unit tests, the Molecule scenario and the cluster tests
+# Both install what they need (Debian/Ubuntu packages as root, a venv in .venv).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+NODES ?= 3
+export ANSIBLE_FORCE_COLOR ?= 0
+export PATH := $(abspath $(BIN)):$(PATH)
+
+APT_PACKAGES := podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables git iperf3
+
+.PHONY: demo test deps venv cluster cluster-down site lint sanity unit molecule integration clean
+
+demo: venv cluster site
+
+deps: .cache/deps.stamp
+.cache/deps.stamp:
+	@mkdir -p .cache
+	@if ! command -v podman >/dev/null || ! command -v debootstrap >/dev/null || ! command -v runc >/dev/null; then \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(APT_PACKAGES); fi
+	@# crun refuses hosts with the hybrid cgroup v1 layout: podman uses runc for our nodes (--runtime runc).
+	touch $@
+
+venv: deps $(VENV)/.stamp
+$(VENV)/.stamp: requirements.txt
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+cluster: venv
+	$(BIN)/ansible-playbook playbooks/local_cluster.yml -e local_cluster_nodes=$(NODES)
+
+cluster-down: venv
+	$(BIN)/ansible-playbook playbooks/local_cluster.yml -e local_cluster_state=absent
+
+site: venv
+	$(BIN)/ansible-playbook site.yml
+
+lint: venv
+	$(BIN)/yamllint -s .
+	$(BIN)/ansible-lint --profile production
+
+sanity: venv
+	tests/sanity.sh
+
+unit: venv
+	$(PY) -m pytest -q tests/unit
+
+molecule: venv
+	cd . && $(BIN)/molecule test -s local
+
+integration: venv
+	$(PY) -m pytest -q tests/integration
+
+test: venv lint sanity unit molecule integration
+
+clean: cluster-down
+	rm -rf .cache/local_cluster artifacts
