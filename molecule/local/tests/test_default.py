@@ -1,0 +1,74 @@
+"""End state of the Molecule `local` scenario, checked on every node."""
+from __future__ import annotations
+
+import json
+
+testinfra_hosts = ["ddp_nodes"]
+
+SYSCTL_FILE = "/etc/sysctl.d/90-ddp-net-tuning.conf"
+EXPECTED = {
+    "net.core.rmem_max": "134217728",
+    "net.core.wmem_max": "134217728",
+    "net.ipv4.tcp_rmem": "4096 87380 134217728",
+    "net.ipv4.tcp_wmem": "4096 65536 134217728",
+    "net.core.default_qdisc": "fq",
+    "net.ipv4.tcp_congestion_control": "bbr",
+}
+
+
+def test_sysctl_file_holds_every_key(host):
+    conf = host.file(SYSCTL_FILE)
+    assert conf.exists and conf.mode == 0o644
+    lines = {line.split("=", 1)[0].strip(): line.split("=", 1)[1].strip()
+             for line in conf.content_string.splitlines() if "=" in line and not line.startswith("#")}
+    assert lines == EXPECTED
+
+
+def test_sysctl_values_where_the_namespace_allows(host):
+    # A key is applied now where its /proc/sys file is writable in this namespace (unprivileged
+    # containers mount /proc/sys read-only): those must hold the value.
+    for key, value in EXPECTED.items():
+        path = "/proc/sys/" + key.replace(".", "/")
+        writable = host.run("test -w %s && grep -qw rw <(findmnt -no OPTIONS -T %s)", path, path)
+        if host.run("bash -c 'touch %s' 2>/dev/null", path).rc == 0 and writable.rc == 0:
+            assert " ".join(host.file(path).content_string.split()) == value
+
+
+def test_bbr_persisted_in_modules_load(host):
+    assert host.file("/etc/modules-load.d/tcp_bbr.conf").content_string.split()[-1] == "tcp_bbr"
+
+
+def test_ssh_dir_modes(host):
+    assert host.file("/home/ddp/.ssh").mode == 0o700
+    for name in ("id_ed25519", "authorized_keys", "known_hosts"):
+        assert host.file("/home/ddp/.ssh/" + name).mode == 0o600
+
+
+def test_ssh_to_the_other_node_as_the_cluster_user(host):
+    me = host.check_output("hostname")
+    other = "ddp-mol2" if me == "ddp-mol1" else "ddp-mol1"
+    cmd = host.run("sudo -u ddp ssh -o BatchMode=yes -o StrictHostKeyChecking=yes %s hostname", other)
+    assert cmd.rc == 0, cmd.stderr
+    assert cmd.stdout.strip() == other
+
+
+def test_torch_imports_in_the_env(host):
+    out = host.check_output("/opt/ddp/venv/bin/python -c 'import torch; print(torch.__version__)'")
+    assert out.startswith("2.13.0")
+
+
+def test_firewall_allows_the_cluster_only(host):
+    zone = host.check_output("firewall-cmd --info-zone=ddp-cluster")
+    assert "29400/tcp" in zone
+    assert "32768-60999/tcp" in zone
+    assert "sources: 10." in zone or "sources: " in zone
+
+
+def test_benchmark_json_present(host):
+    files = host.check_output("ls -1 /var/tmp/ddp-bench/").split()
+    assert files, "no benchmark result on this node"
+    result = json.loads(host.file("/var/tmp/ddp-bench/" + sorted(files)[-1]).content_string)
+    assert result["world_size"] == 2
+    assert result["nnodes"] == 2
+    assert result["samples_per_s"] > 0
+    assert result["backend"] == "gloo"
