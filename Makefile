@@ -1,6 +1,6 @@
 # ddp.cluster: two entry points.
 #   make demo   build the local podman cluster and run site.yml on it (ends with the benchmark table)
-#   make test   lint, sanity, unit tests, the Molecule scenario and the cluster tests
+#   make test   lint, sanity, unit tests, the Molecule scenario and the cluster tests on its nodes
 # Both install what they need (Debian/Ubuntu packages as root, a venv in .venv).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -13,7 +13,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 APT_PACKAGES := podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables git iperf3
 
-.PHONY: demo test deps venv cluster cluster-down site lint sanity unit molecule integration clean
+.PHONY: demo test deps venv cluster cluster-down site lint sanity unit cluster-tests clean
 
 demo: venv cluster site
 
@@ -51,13 +51,14 @@ sanity: venv
 unit: venv
 	$(PY) -m pytest -q tests/unit
 
-molecule: venv
-	cd . && $(BIN)/molecule test -s local
+# The Molecule scenario leaves its two nodes running for the cluster tests, then they are destroyed
+# (destroy checks that no container or network is left), whatever the tests said.
+cluster-tests: venv
+	export MOLECULE_PROJECT_DIRECTORY=$(CURDIR); \
+	trap '$(BIN)/molecule destroy -s local' EXIT; \
+	$(BIN)/molecule test -s local && $(PY) -m pytest -q tests/integration
 
-integration: venv
-	$(PY) -m pytest -q tests/integration
-
-test: venv lint sanity unit molecule integration
+test: venv lint sanity unit cluster-tests
 
 clean: cluster-down
 	rm -rf .cache/local_cluster artifacts

@@ -1,0 +1,95 @@
+"""Faults injected on the running Molecule nodes (ddp-mol1, ddp-mol2), checked end to end.
+
+These need the nodes that `molecule test -s local` leaves running (``make test`` runs them in
+between and destroys the nodes afterwards). Without those nodes they are skipped, saying why.
+Each test restores what it broke.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+INVENTORY = os.path.join(ROOT, "molecule", "local", "inventory", "nodes")
+PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+NODES = ("ddp-mol1", "ddp-mol2")
+
+
+def _running(name):
+    proc = subprocess.run(["podman", "container", "inspect", "-f", "{{.State.Running}}", name],
+                          capture_output=True, text=True, check=False)
+    return proc.returncode == 0 and proc.stdout.strip() == "true"
+
+
+pytestmark = pytest.mark.skipif(
+    not all(_running(n) for n in NODES),
+    reason="the Molecule nodes ddp-mol1/ddp-mol2 are not running (make test starts them with molecule)",
+)
+
+
+def podman_exec(node, *argv, check=True):
+    return subprocess.run(["podman", "exec", node] + list(argv), capture_output=True, text=True, check=check)
+
+
+def run_playbook(playbook, *extra, timeout=600):
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", MOLECULE_PROJECT_DIRECTORY=ROOT)
+    cmd = [PLAYBOOK_BIN, "-i", INVENTORY] + list(extra) + [playbook]
+    start = time.time()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    return proc, time.time() - start
+
+
+def bench_processes(node):
+    out = podman_exec(node, "ps", "-eo", "args", check=False).stdout
+    return [line for line in out.splitlines() if "ddp_bench" in line or "torchrun" in line]
+
+
+def test_rendezvous_port_blocked_on_one_node_is_named_by_the_launch_preflight():
+    """C03: the head's firewall rejects one node; the check names that node and port within 30 s."""
+    addr = podman_exec("ddp-mol2", "hostname", "-I").stdout.split()[0]
+    podman_exec("ddp-mol1", "firewall-cmd", "--zone=ddp-cluster", "--remove-source=%s" % addr)
+    try:
+        proc, elapsed = run_playbook("playbooks/benchmark.yml", "-e", "preflight_listen_timeout=15")
+    finally:
+        podman_exec("ddp-mol1", "firewall-cmd", "--reload")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert re.search(r"ddp-mol2 -> ddp-mol1:29400:\s+\[firewall_reject\]", out), out[-3000:]
+    assert "ddp-mol1 -> " not in out.split("not reachable from every node")[-1].split("Fix:")[0]
+    assert "Launch torchrun" not in out
+    assert elapsed < 60
+
+
+def test_node_that_does_not_join_is_named_and_nothing_is_left(tmp_path):
+    """A node whose torchrun cannot start: the run fails within the join timeout, names it, leaves no process."""
+    broken = tmp_path / "broken.ini"
+    broken.write_text("[ddp_nodes]\nddp-mol2 ddp_benchmark_env_path=/nonexistent-venv\n")
+    proc, elapsed = run_playbook("playbooks/benchmark.yml", "-i", str(broken),
+                                 "-e", "ddp_benchmark_join_timeout=20", "-e", "ddp_benchmark_timeout=120")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "The DDP benchmark" in out and "failed" in out, out[-3000:]
+    assert re.search(r"- ddp-mol2: (torchrun exited|still running)", out), out[-3000:]
+    assert elapsed < 120 + 60
+    for node in NODES:
+        assert bench_processes(node) == [], "left behind on %s" % node
+
+
+def test_hostname_on_loopback_is_refused_by_preflight():
+    """C01: a node whose hostname resolves to 127.0.1.1 is refused with the loopback code."""
+    original = podman_exec("ddp-mol2", "cat", "/etc/hosts").stdout
+    podman_exec("ddp-mol2", "sh", "-c", "printf '127.0.1.1 ddp-mol2\\n%s' \"$(cat /etc/hosts)\" > /etc/hosts.new"
+                                        " && cat /etc/hosts.new > /etc/hosts && rm /etc/hosts.new")
+    try:
+        proc, _elapsed = run_playbook("playbooks/preflight.yml")
+    finally:
+        podman_exec("ddp-mol2", "sh", "-c", "cat > /etc/hosts <<'EOF'\n%sEOF" % original)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert re.search(r"- ddp-mol2: \[PREFLIGHT_HOST_LOOPBACK\]", out), out[-3000:]
+    assert "- ddp-mol1: [PREFLIGHT_HOST_LOOPBACK]" not in out
