@@ -1,0 +1,767 @@
+# Copyright: ddp.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure diagnosis for the nccl_health module, and the all-reduce script it runs under torchrun.
+
+No I/O here: the module runs the commands and hands their exit status, output and result file to
+these functions, which return problems in the shared shape (module_utils/diagnosis.py) and facts.
+Codes (documented in docs/troubleshooting-nccl.md):
+
+====================================  ========  ===============================================
+code                                  severity  when
+====================================  ========  ===============================================
+NCCL_RUN_FAILED                       error     the test could not run (no torchrun, no binary,
+                                                the script refused, nccl-tests exited non-zero)
+NCCL_RENDEZVOUS_FAILED                error     torchrun failed or timed out: a node did not
+                                                join, or ranks could not connect (C03)
+NCCL_RESULTS_WRONG                    error     wrong elements (``#wrong``), or nccl-tests
+                                                ``Out of bounds values`` FAILED
+NCCL_BUSBW_LOW                        error     busbw at the largest size < ``min_busbw_gbps``
+NCCL_TRANSPORT_UNEXPECTED             error     NCCL used another network than expected (C05/C07)
+                                      warning   the transport could not be read from the log
+NCCL_SOCKET_FALLBACK                  warning   NET/Socket used while this node has RDMA devices
+NCCL_WARN                             warning   an ``NCCL WARN`` line (one problem per distinct text)
+NCCL_VERSION_MISMATCH                 error     nodes load different NCCL versions
+NCCL_ENV_UNKNOWN_VAR                  warning   a variable nothing reads (NCCL_TIMEOUT) or a name the
+                                                installed torch does not read (C09)
+NCCL_ENV_IFNAME                       error     NCCL/GLOO_SOCKET_IFNAME matches no interface, or
+                                                uses NCCL list syntax for Gloo (C04)
+                                      warning   an exclude list that lets NCCL pick ``lo`` (C04)
+NO_GPU                                info      no CUDA device: Gloo over TCP was measured, not NCCL
+====================================  ========  ===============================================
+"""
+from __future__ import annotations
+
+import errno as _errno
+import re
+
+from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
+from ansible_collections.ddp.cluster.plugins.module_utils.netprobe import classify_connect
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import (
+    busbw_from_algbw,
+    normalize_nccl_version,
+    parse_nccl_debug,
+    parse_nccl_tests,
+    parse_pytorch_nccl_error,
+)
+
+PROBLEM_CODES = (
+    "NCCL_RUN_FAILED",
+    "NCCL_RENDEZVOUS_FAILED",
+    "NCCL_RESULTS_WRONG",
+    "NCCL_BUSBW_LOW",
+    "NCCL_TRANSPORT_UNEXPECTED",
+    "NCCL_SOCKET_FALLBACK",
+    "NCCL_WARN",
+    "NCCL_VERSION_MISMATCH",
+    "NCCL_ENV_UNKNOWN_VAR",
+    "NCCL_ENV_IFNAME",
+    "NO_GPU",
+)
+
+MIB = 1024 * 1024
+# Small enough for Gloo on two CPU cores in seconds; on GPUs pass sizes of 1 GiB and more to
+# compare with the thresholds in docs/troubleshooting-nccl.md.
+DEFAULT_SIZES = (1 * MIB, 4 * MIB, 16 * MIB)
+SCRIPT_NAME = "ddp_nccl_allreduce.py"
+SCRIPT_PROG = SCRIPT_NAME
+TRANSPORTS = ("IB", "Socket")
+
+# torch >= 2.2 reads these under the TORCH_NCCL_ name (the old name still works, with a
+# deprecation warning). Source: torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp, where each
+# variable is a list {"TORCH_NCCL_X", "NCCL_X"}; pytorch/pytorch PR 114077 (torch 2.2).
+TORCH_RENAMED = {
+    "NCCL_ASYNC_ERROR_HANDLING": "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+    "NCCL_BLOCKING_WAIT": "TORCH_NCCL_BLOCKING_WAIT",
+    "NCCL_DESYNC_DEBUG": "TORCH_NCCL_DESYNC_DEBUG",
+    "NCCL_ENABLE_TIMING": "TORCH_NCCL_ENABLE_TIMING",
+}
+TORCH_RENAME_VERSION = (2, 2)
+# Names people set that neither NCCL (docs/userguide env.rst) nor PyTorch reads.
+NOT_READ = {
+    "NCCL_TIMEOUT": ("NCCL has no timeout variable and PyTorch does not read this one",
+                     "pass timeout=datetime.timedelta(seconds=...) to torch.distributed.init_process_group "
+                     "(ddp_benchmark's --init-timeout-s), and remove NCCL_TIMEOUT"),
+}
+
+# Known NCCL WARN texts -> what to do. Sources: NCCL user guide troubleshooting
+# (networking_troubleshooting.rst), NCCL src/bootstrap.cc, shared/cases C03/C04/C06.
+WARN_HINTS = (
+    (r"ibv_create_qp failed|ibv_reg_mr failed",
+     "the locked-memory limit is too low for RDMA: set 'memlock unlimited' (limits.conf / systemd "
+     "LimitMEMLOCK / container --ulimit memlock=-1) and check 'ulimit -l' in the job"),
+    (r"ibv_modify_qp failed",
+     "the RoCE GID index is wrong (link-local or RoCE v1 entry): unset NCCL_IB_GID_INDEX with NCCL >= 2.21, "
+     "else set the index of the RoCE v2 entry with the node's IPv4 address (roce_health reports it)"),
+    (r"No route to host",
+     "a firewall rejects rank-to-rank connections on ephemeral ports (firewalld answers 'No route to host'): "
+     "open the fabric interface between the nodes (firewall role), not only the rendezvous port"),
+    (r"Connection refused",
+     "a peer was not listening: a rank died earlier, or the address is wrong (check NCCL_SOCKET_IFNAME and "
+     "that the hostname does not resolve to loopback)"),
+    (r"Connection timed out|timed out",
+     "packets are dropped on the way (a DROP firewall rule, a wrong route or a wrong interface)"),
+    (r"no socket interface found|No socket interface found",
+     "NCCL_SOCKET_IFNAME matches no interface on this node: fix the name or list"),
+    (r"Failed to initialize any NET plugin",
+     "no network plugin started: check the RDMA stack (rdma-core, mlx5_ib) and NCCL_NET / NCCL_IB_DISABLE"),
+    (r"NET/IB.*(?:error|Error)|completion error|wc_status|vendor err",
+     "an RDMA transfer failed: check the RoCE port (roce_health), PFC/ECN on the switch and the GID index"),
+)
+
+# --------------------------------------------------------------------------------------------
+# The all-reduce script. stdlib + torch; the module writes it to a temp dir and runs it with
+# torchrun on every node. Every node's LOCAL_RANK 0 writes the same JSON to --output.
+# --------------------------------------------------------------------------------------------
+ALLREDUCE_SCRIPT = r'''# Written by ddp.cluster.nccl_health; run with torchrun.
+"""Time torch.distributed.all_reduce over a sweep of sizes; report algbw and busbw per size.
+
+algbw = bytes / time (GB/s, 1e9); busbw = algbw * 2(n-1)/n, the all-reduce factor of nccl-tests
+doc/PERFORMANCE.md. time is the slowest rank's mean over --iters calls after --warmup calls.
+Correctness: once per size, each rank contributes rank+1; every element must equal n(n+1)/2.
+"""
+import argparse
+import datetime
+import json
+import os
+import pickle
+import socket
+import sys
+import tempfile
+import time
+
+PROG = "ddp_nccl_allreduce.py"
+
+
+class TestError(Exception):
+    pass
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog=PROG)
+    p.add_argument("--sizes", default="1048576,4194304,16777216", help="comma-separated message sizes in bytes")
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto")
+    p.add_argument("--timeout", type=int, default=300, help="init_process_group timeout, seconds")
+    p.add_argument("--output", required=True)
+    return p.parse_args(argv)
+
+
+def gather_objects(torch, dist, obj, device, world_size):
+    """all_gather_object without NumPy (the CPU wheel's all_gather_object needs it)."""
+    data = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8).to(device)
+    size = torch.tensor([data.numel()], dtype=torch.long, device=device)
+    sizes = [torch.zeros_like(size) for _r in range(world_size)]
+    dist.all_gather(sizes, size)
+    sizes = [int(s.item()) for s in sizes]
+    padded = torch.zeros(max(sizes), dtype=torch.uint8, device=device)
+    padded[: data.numel()] = data
+    chunks = [torch.zeros_like(padded) for _r in range(world_size)]
+    dist.all_gather(chunks, padded)
+    return [pickle.loads(bytes(c[:n].cpu().tolist())) for c, n in zip(chunks, sizes)]
+
+
+def write_json_atomic(path, data):
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".nccl_health.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def nccl_version(torch):
+    if not torch.cuda.is_available():
+        return None
+    try:
+        v = torch.cuda.nccl.version()
+    except Exception:
+        return None
+    return ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
+
+
+def run(args):
+    env = os.environ
+    try:
+        rank, local_rank = int(env["RANK"]), int(env["LOCAL_RANK"])
+        world_size = int(env["WORLD_SIZE"])
+        local_world = int(env.get("LOCAL_WORLD_SIZE", "1"))
+        group_rank = int(env.get("GROUP_RANK", "0"))
+    except (KeyError, ValueError) as exc:
+        raise TestError("missing or bad torchrun environment (%s); launch with torchrun" % exc)
+    try:
+        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    except ValueError:
+        raise TestError("--sizes must be comma-separated integers, got %r" % args.sizes)
+    if not sizes or min(sizes) < 4 or args.iters < 1 or args.warmup < 0:
+        raise TestError("need sizes >= 4 bytes, --iters >= 1 and --warmup >= 0")
+
+    import torch
+    import torch.distributed as dist
+
+    cuda = torch.cuda.is_available()
+    backend = args.backend if args.backend != "auto" else ("nccl" if cuda else "gloo")
+    if backend == "nccl" and not cuda:
+        raise TestError("backend nccl needs CUDA, but torch.cuda.is_available() is False (torch %s)"
+                        % torch.__version__)
+    on_gpu = backend == "nccl"
+    if on_gpu:
+        if local_rank >= torch.cuda.device_count():
+            raise TestError("LOCAL_RANK %d but only %d CUDA device(s) visible"
+                            % (local_rank, torch.cuda.device_count()))
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+    else:
+        device = torch.device("cpu")
+
+    def sync():
+        if on_gpu:
+            torch.cuda.synchronize(device)
+
+    def barrier():
+        if on_gpu:
+            dist.barrier(device_ids=[local_rank])
+        else:
+            dist.barrier()
+
+    dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=args.timeout))
+    try:
+        factor = 2.0 * (world_size - 1) / world_size
+        expected = world_size * (world_size + 1) / 2.0
+        results = []
+        for size in sizes:
+            count = size // 4
+            nbytes = count * 4
+            check = torch.full((count,), float(rank + 1), dtype=torch.float32, device=device)
+            dist.all_reduce(check)
+            wrong = torch.tensor([int((check != expected).sum().item())], dtype=torch.float64, device=device)
+            del check
+            buf = torch.zeros(count, dtype=torch.float32, device=device)
+            for _w in range(args.warmup):
+                dist.all_reduce(buf)
+            sync()
+            barrier()
+            t0 = time.perf_counter()
+            for _i in range(args.iters):
+                dist.all_reduce(buf)
+            sync()
+            elapsed = torch.tensor([(time.perf_counter() - t0) / args.iters], dtype=torch.float64, device=device)
+            del buf
+            dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+            dist.all_reduce(wrong)
+            seconds = float(elapsed.item())
+            algbw = nbytes / seconds / 1e9
+            results.append({
+                "bytes": nbytes, "count": count, "type": "float", "redop": "sum",
+                "time_us": round(seconds * 1e6, 3), "algbw_gbps": round(algbw, 6),
+                "busbw_gbps": round(algbw * factor, 6), "wrong": int(wrong.item()),
+            })
+        mine = {
+            "rank": rank, "local_rank": local_rank, "group_rank": group_rank, "host": socket.gethostname(),
+            "nccl_version": nccl_version(torch) if on_gpu else None,
+            "device": torch.cuda.get_device_name(device) if on_gpu else "cpu",
+        }
+        ranks = sorted(gather_objects(torch, dist, mine, device, world_size), key=lambda r: r["rank"])
+        hosts, versions, devices = {}, {}, {}
+        for r in ranks:
+            hosts.setdefault(r["host"], []).append(r["rank"])
+            versions[r["host"]] = r["nccl_version"]
+            devices.setdefault(r["host"], r["device"])
+        result = {
+            "schema_version": 1,
+            "op": "all_reduce",
+            "dtype": "float32",
+            "backend": backend,
+            "world_size": world_size,
+            "nnodes": len({r["group_rank"] for r in ranks}),
+            "nproc_per_node": local_world,
+            "iterations": args.iters,
+            "warmup": args.warmup,
+            "busbw_factor": factor,
+            "results": results,
+            "avg_busbw_gbps": round(sum(r["busbw_gbps"] for r in results) / len(results), 6),
+            "hosts": hosts,
+            "devices": devices,
+            "nccl_versions": versions,
+            "torch_version": torch.__version__,
+            "cuda_version": torch.version.cuda,
+        }
+        if local_rank == 0:
+            write_json_atomic(args.output, result)
+        barrier()
+        return result
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        run(args)
+    except TestError as exc:
+        print("%s: error: %s" % (PROG, exc), file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def torchrun_argv(torchrun, nnodes, nproc_per_node, rdzv_endpoint, rdzv_id, join_timeout, script, script_args):
+    """The torchrun command line (argv list). ``torchrun`` is a list: ``[.../torchrun]`` or
+    ``[.../python, -m, torch.distributed.run]``."""
+    return list(torchrun) + [
+        "--nnodes", str(nnodes),
+        "--nproc-per-node", str(nproc_per_node),
+        "--rdzv-backend", "c10d",
+        "--rdzv-endpoint", rdzv_endpoint,
+        "--rdzv-id", rdzv_id,
+        "--rdzv-conf", "join_timeout=%d" % int(join_timeout),
+        "--max-restarts", "0",
+        script,
+    ] + list(script_args)
+
+
+def script_argv(sizes, iterations, warmup, backend, timeout, output):
+    """Arguments for :data:`ALLREDUCE_SCRIPT`."""
+    return ["--sizes", ",".join(str(int(s)) for s in sizes), "--iters", str(iterations),
+            "--warmup", str(warmup), "--backend", backend, "--timeout", str(int(timeout)), "--output", output]
+
+
+# ------------------------------------------------------------------------------------------
+# Pure checks
+# ------------------------------------------------------------------------------------------
+
+def busbw_rows(results, op="all_reduce", nranks=None):
+    """Result rows -> ``[{bytes, algbw_gbps, busbw_gbps, time_us}]``.
+
+    Accepts the script's rows (flat) or :func:`parse_nccl_tests` rows (``out_of_place`` is used, as
+    the health checks of the anchors do). When ``nranks`` is given and a row has no busbw, it is
+    computed with :func:`busbw_from_algbw`.
+    """
+    rows = []
+    for r in results:
+        half = r.get("out_of_place") or r
+        busbw = half.get("busbw_gbps")
+        if busbw is None and nranks and half.get("algbw_gbps") is not None:
+            busbw = busbw_from_algbw(half["algbw_gbps"], nranks, op)
+        rows.append({"bytes": r["bytes"], "algbw_gbps": half.get("algbw_gbps"), "busbw_gbps": busbw,
+                     "time_us": half.get("time_us")})
+    return rows
+
+
+def check_busbw(rows, min_busbw_gbps, subject):
+    """NCCL_BUSBW_LOW when the busbw of the largest size is below ``min_busbw_gbps`` (GB/s).
+
+    The largest size is compared, not the average: nccl-tests' "Avg bus bandwidth" is the mean
+    over the whole sweep and sits far below the plateau for wide sweeps (81 vs 235 GB/s in the
+    8xA100 fixture). None disables the check.
+    """
+    if min_busbw_gbps is None or not rows:
+        return []
+    largest = max(rows, key=lambda r: r["bytes"])
+    busbw = largest["busbw_gbps"]
+    if busbw is None or busbw >= min_busbw_gbps:
+        return []
+    return [problem(
+        "NCCL_BUSBW_LOW", "error", subject,
+        "all-reduce busbw %.2f GB/s at %d bytes is below the floor of %.2f GB/s"
+        % (busbw, largest["bytes"], min_busbw_gbps),
+        "check the transport (NET/Socket instead of NET/IB means RDMA is not used), every rail's link "
+        "(roce_health), PFC/ECN on RoCE, and GPUDirect RDMA; measure with sizes of 1 GiB and more")]
+
+
+def check_transport(transport, expected, subject, rdma_devices=None, backend="nccl"):
+    """NCCL_TRANSPORT_UNEXPECTED / NCCL_SOCKET_FALLBACK from the transport read off the NCCL log.
+
+    :param transport: ``IB``, ``Socket``, another NET plugin name, or None (unknown / no network).
+    :param expected: ``IB``, ``Socket`` or None (no expectation).
+    :param rdma_devices: RDMA device names present on this node (``/sys/class/infiniband``).
+    :param backend: only ``nccl`` is checked; Gloo has no NCCL transport.
+    """
+    if backend != "nccl":
+        return []
+    problems = []
+    if expected:
+        if transport is None:
+            problems.append(problem(
+                "NCCL_TRANSPORT_UNEXPECTED", "warning", subject,
+                "expected NET/%s but the NCCL log shows no network transport (single node, or "
+                "NCCL_DEBUG output was not captured)" % expected,
+                "run across nodes, and make sure NCCL_DEBUG=INFO is not overridden (NCCL_DEBUG_FILE)"))
+        elif transport.lower() != expected.lower():
+            problems.append(problem(
+                "NCCL_TRANSPORT_UNEXPECTED", "error", subject,
+                "NCCL used NET/%s, expected NET/%s" % (transport, expected),
+                "for NET/IB on RoCE: load mlx5_ib/rdma-core so /sys/class/infiniband lists the NIC, unset "
+                "NCCL_IB_DISABLE and NCCL_NET=Socket, and check NCCL_IB_HCA (roce_health)"
+                if expected.upper() == "IB" else
+                "set NCCL_IB_DISABLE=1 or NCCL_NET=Socket if sockets are wanted"))
+    elif transport and transport.lower() == "socket" and rdma_devices:
+        problems.append(problem(
+            "NCCL_SOCKET_FALLBACK", "warning", subject,
+            "NCCL used NET/Socket although RDMA device(s) %s exist on this node" % ", ".join(rdma_devices),
+            "unset NCCL_IB_DISABLE / NCCL_NET=Socket, check NCCL_IB_HCA and that the ports are ACTIVE "
+            "(roce_health); set expected_transport: IB to make this an error"))
+    return problems
+
+
+def warn_hint(text):
+    """The fix for a known NCCL WARN text, or a generic one."""
+    for pattern, fix in WARN_HINTS:
+        if re.search(pattern, text):
+            return fix
+    return "see the NCCL troubleshooting guide for this message; rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ALL"
+
+
+def warn_problems(warnings, subject):
+    """One NCCL_WARN warning per distinct WARN text (hosts and locations merged)."""
+    seen = {}
+    for w in warnings:
+        key = re.sub(r"<\d+>", "<port>", w["text"])
+        entry = seen.setdefault(key, {"text": w["text"], "count": 0, "where": []})
+        entry["count"] += 1
+        where = w.get("location") or ""
+        if w.get("host"):
+            where = "%s %s" % (w["host"], where)
+        if where.strip() and where.strip() not in entry["where"]:
+            entry["where"].append(where.strip())
+    problems = []
+    for entry in seen.values():
+        message = "NCCL WARN %s" % entry["text"]
+        if entry["count"] > 1:
+            message += " (%d times)" % entry["count"]
+        if entry["where"]:
+            message += " [%s]" % ", ".join(entry["where"][:3])
+        problems.append(problem("NCCL_WARN", "warning", subject, message, warn_hint(entry["text"])))
+    return problems
+
+
+def compare_nccl_versions(versions, subject="cluster"):
+    """NCCL_VERSION_MISMATCH when nodes report different NCCL versions.
+
+    :param versions: dict host -> version (``2.18.3``, ``2.18.3+cuda12.2``, ``(2, 18, 3)`` or None);
+        None values (CPU nodes, unknown) are ignored.
+    :returns: list with zero or one problem.
+    """
+    normal = {h: normalize_nccl_version(v) for h, v in versions.items()}
+    normal = {h: v for h, v in normal.items() if v}
+    distinct = sorted(set(normal.values()))
+    if len(distinct) < 2:
+        return []
+    by_version = ["%s on %s" % (v, ", ".join(sorted(h for h, hv in normal.items() if hv == v))) for v in distinct]
+    return [problem(
+        "NCCL_VERSION_MISMATCH", "error", subject,
+        "nodes load different NCCL versions: %s" % "; ".join(by_version),
+        "install the same torch build (which bundles NCCL) on every node from the compatibility matrix "
+        "(pytorch_env role); check LD_LIBRARY_PATH / LD_PRELOAD for a system libnccl")]
+
+
+def _version_tuple(text):
+    match = re.match(r"^(\d+)\.(\d+)", str(text or ""))
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def check_nccl_env(env, torch_version=None, subject="environment"):
+    """NCCL_ENV_UNKNOWN_VAR for variables that have no effect (shared/cases C09).
+
+    * ``NCCL_TIMEOUT``: not an NCCL variable and not read by PyTorch.
+    * ``NCCL_ASYNC_ERROR_HANDLING`` and the other names in :data:`TORCH_RENAMED`: read as
+      ``TORCH_NCCL_*`` by torch >= 2.2 (old names deprecated); with torch < 2.2 the new names
+      are not read at all. An unknown torch version is reported as such.
+
+    :param env: dict of the variables the ranks get.
+    :param torch_version: ``2.3.1`` (local suffixes allowed) or None.
+    """
+    problems = []
+    tv = _version_tuple(torch_version)
+    for name in sorted(env):
+        if name in NOT_READ:
+            why, fix = NOT_READ[name]
+            problems.append(problem("NCCL_ENV_UNKNOWN_VAR", "warning", "%s %s" % (subject, name),
+                                    "%s=%s has no effect: %s" % (name, env[name], why), fix))
+        elif name in TORCH_RENAMED:
+            new = TORCH_RENAMED[name]
+            if tv is not None and tv < TORCH_RENAME_VERSION:
+                continue
+            when = ("torch %s reads %s" % (torch_version, new)) if tv else \
+                "torch >= 2.2 reads %s (torch version unknown)" % new
+            problems.append(problem(
+                "NCCL_ENV_UNKNOWN_VAR", "warning", "%s %s" % (subject, name),
+                "%s is the pre-2.2 name: %s; the old name is deprecated" % (name, when),
+                "set %s=%s instead of %s" % (new, env[name], name)))
+        elif name in TORCH_RENAMED.values() and tv is not None and tv < TORCH_RENAME_VERSION:
+            old = [k for k, v in TORCH_RENAMED.items() if v == name][0]
+            problems.append(problem(
+                "NCCL_ENV_UNKNOWN_VAR", "warning", "%s %s" % (subject, name),
+                "torch %s does not read %s (added in torch 2.2)" % (torch_version, name),
+                "set %s=%s for this torch, or upgrade torch" % (old, env[name])))
+    return problems
+
+
+def _ifname_spec(value):
+    """NCCL's NCCL_SOCKET_IFNAME syntax: ``[^][=]name[,name...]`` -> (exclude, exact, names)."""
+    text = value.strip()
+    exclude = text.startswith("^")
+    if exclude:
+        text = text[1:]
+    exact = text.startswith("=")
+    if exact:
+        text = text[1:]
+    return exclude, exact, [n.strip() for n in text.split(",") if n.strip()]
+
+
+def select_interfaces(value, interfaces):
+    """Interfaces NCCL may pick for an NCCL_SOCKET_IFNAME value (prefix match unless ``=``)."""
+    exclude, exact, names = _ifname_spec(value)
+
+    def hit(ifname):
+        return any(ifname == n if exact else ifname.startswith(n) for n in names)
+
+    return [i for i in interfaces if (not hit(i)) == exclude]
+
+
+def check_socket_ifname(env, interfaces, subject="environment"):
+    """NCCL_ENV_IFNAME for NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME values (shared/cases C04).
+
+    :param env: dict of variables.
+    :param interfaces: interface names present on this node (``/sys/class/net``).
+    """
+    problems = []
+    value = env.get("NCCL_SOCKET_IFNAME")
+    if value:
+        exclude, _exact, _names = _ifname_spec(value)
+        picked = select_interfaces(value, interfaces)
+        if not picked:
+            problems.append(problem(
+                "NCCL_ENV_IFNAME", "error", "%s NCCL_SOCKET_IFNAME" % subject,
+                "NCCL_SOCKET_IFNAME=%s matches no interface on this node (%s)" % (value, ", ".join(interfaces)),
+                "use an interface that exists on every node (the fabric interface), or an exclude list "
+                "such as ^docker,lo"))
+        elif exclude and "lo" in picked:
+            problems.append(problem(
+                "NCCL_ENV_IFNAME", "warning", "%s NCCL_SOCKET_IFNAME" % subject,
+                "NCCL_SOCKET_IFNAME=%s does not exclude lo; setting it replaces NCCL's default ^docker,lo, so "
+                "NCCL may bind to loopback" % value,
+                "add lo to the list: %s,lo" % value))
+    value = env.get("GLOO_SOCKET_IFNAME")
+    if value:
+        names = [n.strip() for n in value.split(",") if n.strip()]
+        if value.strip().startswith(("^", "=")):
+            problems.append(problem(
+                "NCCL_ENV_IFNAME", "error", "%s GLOO_SOCKET_IFNAME" % subject,
+                "GLOO_SOCKET_IFNAME=%s uses NCCL's list syntax; Gloo takes concrete interface names" % value,
+                "name the fabric interface, e.g. GLOO_SOCKET_IFNAME=eth0"))
+        else:
+            missing = [n for n in names if n not in interfaces]
+            if missing:
+                problems.append(problem(
+                    "NCCL_ENV_IFNAME", "error", "%s GLOO_SOCKET_IFNAME" % subject,
+                    "GLOO_SOCKET_IFNAME names %s, not present on this node (%s)"
+                    % (", ".join(missing), ", ".join(interfaces)),
+                    "name an interface that exists on every node"))
+    return problems
+
+
+_CONNECT_PATTERNS = (
+    (r"No route to host|errno: 113|EHOSTUNREACH", {"err_no": _errno.EHOSTUNREACH}),
+    (r"Connection refused|errno: 111|ECONNREFUSED", {"err_no": _errno.ECONNREFUSED}),
+    (r"Network is unreachable|errno: 101|ENETUNREACH", {"err_no": _errno.ENETUNREACH}),
+    (r"Name or service not known|Temporary failure in name resolution|nodename nor servname|"
+     r"failed to resolve|getaddrinfo", {"resolve_failed": True}),
+    (r"RendezvousTimeoutError|[Tt]imed out|[Tt]imeout|DistStoreError", {"timed_out": True}),
+)
+
+
+def classify_failure(text, timed_out=False):
+    """Classify torchrun / NCCL failure text like a TCP probe (module_utils/netprobe.py).
+
+    :returns: ``{verdict, message}``; verdict ``firewall_reject`` for "No route to host" (how a
+        firewalld reject reads, C03), ``refused``, ``unreachable``, ``unresolved``, ``timeout``, or
+        ``error`` when nothing network-like is in the text.
+    """
+    for pattern, kwargs in _CONNECT_PATTERNS:
+        if re.search(pattern, text or ""):
+            return classify_connect(kwargs.get("err_no"), timed_out=kwargs.get("timed_out", False),
+                                    resolve_failed=kwargs.get("resolve_failed", False))
+    if timed_out:
+        return classify_connect(None, timed_out=True)
+    return {"verdict": "error", "message": "the run failed; see the last lines"}
+
+
+def _useful_lines(text):
+    """Lines of output without Python warnings (the warning line and its indented source line)."""
+    lines, after_warning = [], False
+    for line in (text or "").splitlines():
+        if re.search(r"Warning:", line):
+            after_warning = True
+            continue
+        if after_warning and line.startswith((" ", "\t")):
+            continue
+        after_warning = False
+        if line.strip():
+            lines.append(line.strip())
+    return lines
+
+
+def last_error_lines(text, limit=8):
+    """The last lines that look like errors (NCCL WARN, Error, refused ...), newest last."""
+    lines = _useful_lines(text)
+    keep = [line for line in lines
+            if re.search(r"Error|error|WARN|refused|No route|[Tt]imeout|[Tt]imed out|failed|Failed", line)
+            and not re.search(r"^File \"|^raise ", line)]
+    return (keep or lines)[-limit:]
+
+
+_FIXES = {
+    "firewall_reject": "open the cluster interface between the nodes in the firewall (all TCP ports from the other "
+                       "nodes, not only the rendezvous port: NCCL and Gloo use ephemeral ports), then rerun",
+    "refused": "start the module on every node at once (the head node hosts the c10d store), check rdzv_endpoint "
+               "and that no leftover torchrun holds the port",
+    "unreachable": "fix routing to the rendezvous host / peers (the fabric addresses)",
+    "unresolved": "make the rendezvous host name resolve on every node, or use its address",
+    "timeout": "make sure every node runs the module in the same play (nnodes = number of nodes), the firewall "
+               "does not drop the ports, and raise join_timeout/timeout for slow starts",
+    "error": "read the last lines; rerun with -vvv to see the full torchrun output",
+}
+
+
+def rendezvous_problem(rc, output, subject, endpoint, timed_out=False):
+    """NCCL_RENDEZVOUS_FAILED for a failed or timed-out torchrun, with the cause classified."""
+    cause = classify_failure(output, timed_out=timed_out)
+    if timed_out and cause["verdict"] in ("timeout", "error"):
+        cause = {"verdict": "timeout",
+                 "message": "the run did not finish within the timeout: a node did not join, or the ranks could "
+                            "not reach each other (a firewall DROP rule) or a collective hung"}
+    elif "RendezvousTimeoutError" in (output or "") and cause["verdict"] in ("timeout", "error"):
+        cause = {"verdict": "timeout",
+                 "message": "not every node joined the rendezvous within join_timeout (RendezvousTimeoutError)"}
+    how = "timed out" if timed_out else "exited with %s" % rc
+    lines = last_error_lines(output)
+    message = "torchrun (rendezvous %s) %s: %s. Last lines: %s" % (
+        endpoint, how, cause["message"], " | ".join(lines) if lines else "(no error output)")
+    return problem("NCCL_RENDEZVOUS_FAILED", "error", subject, message, _FIXES[cause["verdict"]]), cause
+
+
+def script_error(output):
+    """The one-line error our script prints (``ddp_nccl_allreduce.py: error: ...``), or None."""
+    match = re.search(r"%s: error: (.*)" % re.escape(SCRIPT_PROG), output or "")
+    return match.group(1).strip() if match else None
+
+
+def _empty_facts(backend=None):
+    return {"busbw": [], "avg_busbw_gbps": None, "transport": None, "nccl_version": None, "world_size": None,
+            "backend": backend}
+
+
+def diagnose_torch_run(rc, output, data, subject, endpoint, min_busbw_gbps=None, expected_transport=None,
+                       rdma_devices=None, env=None, interfaces=None, timed_out=False, torch_version=None):
+    """Diagnose one torch-mode run.
+
+    :param rc: torchrun's exit status (None when killed on timeout).
+    :param output: torchrun's stdout + stderr (NCCL_DEBUG=INFO lines included).
+    :param data: the parsed JSON the script wrote, or None.
+    :returns: (problems, facts); facts are ``busbw``, ``avg_busbw_gbps``, ``transport``,
+        ``nccl_version``, ``world_size``, ``backend``, ``nccl_versions``, ``gdr``, ``hosts``.
+    """
+    problems = []
+    env = env or {}
+    log = parse_nccl_debug(output or "")
+    facts = _empty_facts()
+    facts.update(nccl_versions={}, gdr=log["gdr"], hosts={})
+    if interfaces is not None:
+        problems += check_socket_ifname(env, interfaces, subject=subject)
+    if timed_out or rc != 0 or data is None:
+        refused = script_error(output)
+        if refused and not timed_out:
+            problems.append(problem("NCCL_RUN_FAILED", "error", subject, "the all-reduce script refused: %s" % refused,
+                                    "fix the cause named (e.g. backend nccl on a node without CUDA)"))
+        else:
+            prob, _cause = rendezvous_problem(rc, output, subject, endpoint, timed_out=timed_out)
+            torch_err = parse_pytorch_nccl_error(output or "")
+            if torch_err["found"]:
+                prob["message"] += " (NCCL: %s%s)" % (
+                    torch_err["nccl_result"] or torch_err["error"],
+                    ", NCCL %s" % torch_err["nccl_version"] if torch_err["nccl_version"] else "")
+            problems.append(prob)
+        problems += warn_problems(log["warnings"], subject)
+        problems += check_nccl_env(env, torch_version, subject=subject)
+        facts["nccl_version"] = log["nccl_version"]
+        facts["transport"] = log["transport"]
+        return problems, facts
+
+    backend = data.get("backend")
+    torch_version = data.get("torch_version") or torch_version
+    rows = busbw_rows(data.get("results", []))
+    versions = data.get("nccl_versions") or {}
+    own = [v for v in versions.values() if v]
+    facts.update(
+        busbw=rows, avg_busbw_gbps=data.get("avg_busbw_gbps"), world_size=data.get("world_size"), backend=backend,
+        nccl_versions=versions, hosts=data.get("hosts") or {},
+        nccl_version=log["nccl_version"] or (normalize_nccl_version(own[0]) if own else None),
+        transport=log["transport"] if backend == "nccl" else "gloo",
+    )
+    if backend != "nccl":
+        problems.append(problem(
+            "NO_GPU", "info", subject,
+            "no CUDA device (or backend gloo): measured Gloo all-reduce over TCP, not NCCL",
+            "nothing to do on CPU nodes; on GPU nodes check gpu_health and the torch CUDA build"))
+    wrong = sum(r.get("wrong") or 0 for r in data.get("results", []))
+    if wrong:
+        problems.append(problem(
+            "NCCL_RESULTS_WRONG", "error", subject, "%d wrong element(s) after all-reduce" % wrong,
+            "a GPU, NVLink or NIC corrupts data: run gpu_health (ECC, Xid) and roce_health counters"))
+    problems += check_busbw(rows, min_busbw_gbps, subject)
+    problems += check_transport(facts["transport"], expected_transport, subject, rdma_devices, backend=backend)
+    problems += warn_problems(log["warnings"], subject)
+    problems += compare_nccl_versions(versions, subject="cluster")
+    problems += check_nccl_env(env, torch_version, subject=subject)
+    return problems, facts
+
+
+def diagnose_nccl_tests(rc, output, subject, min_busbw_gbps=None, expected_transport=None, rdma_devices=None,
+                        env=None, interfaces=None, torch_version=None):
+    """Diagnose one nccl-tests run (``all_reduce_perf`` output, NCCL_DEBUG lines mixed in).
+
+    :returns: (problems, facts) as :func:`diagnose_torch_run`, plus ``nccl_tests`` (parsed header).
+    """
+    problems = []
+    env = env or {}
+    parsed = parse_nccl_tests(output or "")
+    log = parse_nccl_debug(output or "")
+    rows = busbw_rows(parsed["results"], op=parsed["test"] or "all_reduce", nranks=parsed["nranks"])
+    facts = _empty_facts("nccl")
+    facts.update(
+        busbw=rows, avg_busbw_gbps=parsed["avg_busbw_gbps"], world_size=parsed["nranks"],
+        nccl_version=parsed["nccl_version"] or log["nccl_version"], transport=log["transport"], gdr=log["gdr"],
+        nccl_tests={"version": parsed["nccl_tests_version"], "test": parsed["test"], "params": parsed["params"],
+                    "hosts": parsed["hosts"], "columns": parsed["columns"]},
+    )
+    if interfaces is not None:
+        problems += check_socket_ifname(env, interfaces, subject=subject)
+    if rc != 0 or parsed["failures"] or not parsed["results"]:
+        why = "; ".join(parsed["failures"][-3:]) or " | ".join(last_error_lines(output, 4)) or "no result table"
+        problems.append(problem(
+            "NCCL_RUN_FAILED", "error", subject, "nccl-tests exited with %s: %s" % (rc, why),
+            "read the failure line; with mpirun check the host list and that the binary exists on every node"))
+    if parsed["out_of_bounds_ok"] is False or parsed["wrong_total"]:
+        problems.append(problem(
+            "NCCL_RESULTS_WRONG", "error", subject,
+            "nccl-tests found wrong results (out of bounds values: %s, #wrong total: %s)"
+            % (parsed["out_of_bounds"], parsed["wrong_total"]),
+            "a GPU, NVLink or NIC corrupts data: run gpu_health (ECC, Xid) and roce_health counters"))
+    problems += check_busbw(rows, min_busbw_gbps, subject)
+    problems += check_transport(log["transport"], expected_transport, subject, rdma_devices, backend="nccl")
+    problems += warn_problems(log["warnings"], subject)
+    problems += check_nccl_env(env, torch_version, subject=subject)
+    return problems, facts

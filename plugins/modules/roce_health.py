@@ -1,0 +1,385 @@
+#!/usr/bin/python
+# Copyright: ddp.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: roce_health
+short_description: Check RDMA / RoCE ports, GIDs, MTU and PFC on a node and derive NCCL settings
+version_added: 0.1.0
+description:
+  - Reads C(/sys/class/infiniband/*/ports/*) (state, physical state, link layer, rate, GID table with
+    types and netdevs), C(/sys/bus/pci/devices) (Mellanox NICs, vendor 0x15b3), and C(ip -j addr) /
+    C(ip -j route show default) to map the fabric interface to its IPv4 address.
+  - Runs C(ibv_devinfo) for the ports' C(active_mtu) and C(mlnx_qos -i <netdev>) for PFC, each only
+    where the binary exists. Without C(ibv_devinfo) the RoCE active MTU is derived from the netdev MTU
+    the way the kernel does (MTU less 96 bytes of RoCE headers, rounded down to an IB MTU).
+  - Returns the verdict shape shared by the health modules (C(healthy), C(problems) with stable codes,
+    see docs/troubleshooting-rdma.md) plus the derived C(nccl_conf) to write to C(/etc/nccl.conf).
+  - A node without RDMA hardware is reported with the code C(NO_RDMA) at O(no_rdma_severity), never a
+    traceback. Read-only; always reports C(changed=false).
+options:
+  fabric_interface:
+    description:
+      - The interface that carries training traffic between nodes.
+      - Default is the netdev of the first RoCE port that has an IPv4 address, else of the first RDMA
+        port, else the interface of the default route.
+    type: str
+  nccl_ib_gid_index:
+    description:
+      - The C(NCCL_IB_GID_INDEX) the jobs will use, to check against this node's GID table. Unset, empty
+        or V(-1) means NCCL chooses (NCCL 2.21 and later) and is not checked.
+    type: raw
+  nccl_socket_ifname:
+    description:
+      - The C(NCCL_SOCKET_IFNAME) the jobs will use (NCCL syntax, comma list of prefixes, C(^) to
+        exclude, C(=) for exact names), checked against this node's interfaces.
+    type: str
+  gloo_socket_ifname:
+    description:
+      - The C(GLOO_SOCKET_IFNAME) the jobs will use. Gloo takes concrete interface names (comma
+        separated); NCCL's C(^) and prefix syntax is an error.
+    type: str
+  nccl_net:
+    description:
+      - The C(NCCL_NET) the jobs will use. V(Socket) on a node with RDMA hardware is reported.
+    type: str
+  min_mtu:
+    description:
+      - Lowest acceptable RoCE C(active_mtu) in bytes (an IB MTU 256, 512, 1024, 2048 or 4096).
+      - 4096 is what a RoCE fabric with jumbo frames (netdev MTU 9000) runs at; a netdev MTU of 1500
+        gives 1024 (Linux C(include/rdma/ib_addr.h) C(iboe_get_mtu)).
+    type: int
+    default: 4096
+  no_rdma_severity:
+    description:
+      - Severity of C(NO_RDMA) (no RDMA device and no Mellanox NIC). V(warning) by default so that CPU
+        test nodes report it; make it V(error) where every node must have RDMA.
+    type: str
+    choices: [error, warning, info]
+    default: warning
+  fail_on:
+    description:
+      - Lowest severity that fails the task; V(never) always reports.
+    type: str
+    choices: [error, warning, never]
+    default: error
+  sysfs_root:
+    description:
+      - Root of the sysfs tree to read; tests point it at a copy.
+    type: path
+    default: /sys
+author:
+  - ddp.cluster maintainers (@ddp-cluster)
+attributes:
+  check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+notes:
+  - C(mlnx_qos) usually needs root; run the task with C(become) to get the PFC check.
+"""
+
+EXAMPLES = r"""
+- name: Check RoCE and derive the NCCL settings
+  ddp.cluster.roce_health:
+    nccl_socket_ifname: "{{ ddp_nccl_socket_ifname | default(omit) }}"
+  become: true
+  register: roce
+
+- name: Check a forced GID index without failing the play
+  ddp.cluster.roce_health:
+    fabric_interface: ens1f0
+    nccl_ib_gid_index: 3
+    fail_on: never
+  register: roce_report
+
+- name: Show the settings for /etc/nccl.conf
+  ansible.builtin.debug:
+    var: roce.nccl_conf
+"""
+
+RETURN = r"""
+healthy:
+  description: True when no problem has severity C(error).
+  returned: always
+  type: bool
+  sample: true
+problems:
+  description: Problems found, errors first. Codes are listed in docs/troubleshooting-rdma.md.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"code": "ROCE_GID_LINK_LOCAL", "severity": "error", "subject": "NCCL_IB_GID_INDEX",
+            "message": "NCCL_IB_GID_INDEX=1 is the link-local GID fe80::ac0:ebff:fe00:1 (RoCE v2) ...",
+            "fix": "set NCCL_IB_GID_INDEX=3 ..."}]
+devices:
+  description: RDMA devices and their ports.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"name": "mlx5_0", "ports": [{"port": 1, "state": "ACTIVE", "phys_state": "LinkUp",
+            "link_layer": "Ethernet", "rate": "100 Gb/sec (4X EDR)", "netdev": "ens1f0", "netdev_mtu": 9000,
+            "active_mtu": 4096, "active_mtu_source": "netdev_mtu", "ipv4": "192.0.2.10",
+            "recommended_gid_index": 3,
+            "gids": [{"index": 3, "gid": "0000:0000:0000:0000:0000:ffff:c000:020a", "type": "RoCE v2",
+                      "version": 2, "ipv4": "192.0.2.10", "link_local": false, "ndev": "ens1f0"}]}]}]
+mellanox_nics:
+  description: Mellanox (NVIDIA networking) PCI network functions, sorted by address.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"address": "0000:3b:00.0", "device_id": "0x101b", "class": "0x020000"}]
+nccl_conf:
+  description:
+    - Derived NCCL settings for C(/etc/nccl.conf); only keys that could be worked out are present.
+    - C(NCCL_IB_HCA) lists the ACTIVE ports (RoCE ports only with a RoCE v2 IPv4 GID), with a leading
+      C(=) when a name is a prefix of another device on the node. C(NCCL_IB_GID_INDEX) is present only
+      when every listed RoCE port has its IPv4 RoCE v2 GID at the same index. C(NCCL_SOCKET_IFNAME) is
+      the fabric interface.
+  returned: always
+  type: dict
+  sample: {"NCCL_IB_HCA": "mlx5_0:1", "NCCL_IB_GID_INDEX": "3", "NCCL_SOCKET_IFNAME": "ens1f0"}
+fabric_interface:
+  description: The fabric interface used for the checks (given or chosen).
+  returned: always
+  type: str
+  sample: ens1f0
+fabric_ipv4:
+  description: The fabric interface's IPv4 address, or null when it has none.
+  returned: always
+  type: str
+  sample: 192.0.2.10
+qos:
+  description: Parsed C(mlnx_qos -i) per RoCE netdev, where it ran.
+  returned: always
+  type: dict
+  sample: {"ens1f0": {"trust": "dscp", "pfc": [0, 0, 0, 1, 0, 0, 0, 0], "pfc_enabled": [3]}}
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import (
+    FAIL_ON_CHOICES, result, should_fail, summary)
+from ansible_collections.ddp.cluster.plugins.module_utils.pci import classify_pci
+from ansible_collections.ddp.cluster.plugins.module_utils.rdma_parsers import (
+    default_route_interface, parse_ibv_devinfo, parse_ip_json, parse_sysfs_ib, roce_active_mtu)
+from ansible_collections.ddp.cluster.plugins.module_utils.rdma_tools import parse_mlnx_qos
+from ansible_collections.ddp.cluster.plugins.module_utils.roce_health import (
+    NO_RDMA_SEVERITIES, choose_fabric_interface, diagnose, nccl_settings, recommend_gid_index)
+
+C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
+
+
+# ------------------------------------------------------------------ I/O edge
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError, UnicodeDecodeError):
+        return None
+
+
+def _listdir(path):
+    try:
+        return sorted(os.listdir(path))
+    except (IOError, OSError):
+        return []
+
+
+def _zero_gid(text):
+    return not (text or "").replace("0", "").replace(":", "").strip()
+
+
+def read_ib_tree(sysfs_root):
+    """The parts of /sys/class/infiniband the diagnosis needs, as ``{path: content}``."""
+    base = os.path.join(sysfs_root, "class", "infiniband")
+    tree = {}
+    for dev in _listdir(base):
+        ports_dir = os.path.join(base, dev, "ports")
+        for num in _listdir(ports_dir):
+            pdir = os.path.join(ports_dir, num)
+            for name in ("state", "phys_state", "link_layer", "rate"):
+                tree[os.path.join(pdir, name)] = _read(os.path.join(pdir, name))
+            for index in _listdir(os.path.join(pdir, "gids")):
+                if not index.isdigit():
+                    continue
+                gid = _read(os.path.join(pdir, "gids", index))
+                if gid is None or _zero_gid(gid):
+                    continue
+                tree[os.path.join(pdir, "gids", index)] = gid
+                for attr in ("types", "ndevs"):
+                    path = os.path.join(pdir, "gid_attrs", attr, index)
+                    tree[path] = _read(path)
+        net_dir = os.path.join(base, dev, "device", "net")
+        for ifname in _listdir(net_dir):
+            for attr in ("mtu", "operstate", "dev_port"):
+                path = os.path.join(net_dir, ifname, attr)
+                tree[path] = _read(path)
+    return tree
+
+
+def read_pci(sysfs_root):
+    """The raw vendor/device/class text of every PCI function."""
+    base = os.path.join(sysfs_root, "bus", "pci", "devices")
+    devices = []
+    for address in _listdir(base):
+        devdir = os.path.join(base, address)
+        devices.append({"address": address,
+                        "vendor": _read(os.path.join(devdir, "vendor")) or "",
+                        "device": _read(os.path.join(devdir, "device")) or "",
+                        "class": _read(os.path.join(devdir, "class")) or ""})
+    return devices
+
+
+def read_net_sysfs(sysfs_root):
+    """Interfaces from /sys/class/net (names and MTU), for nodes without iproute2."""
+    base = os.path.join(sysfs_root, "class", "net")
+    out = {}
+    for name in _listdir(base):
+        mtu = _read(os.path.join(base, name, "mtu"))
+        out[name] = {"mtu": int(mtu) if mtu and mtu.strip().isdigit() else None, "ipv4": [],
+                     "operstate": (_read(os.path.join(base, name, "operstate")) or "").strip() or None}
+    return out
+
+
+def _bin(module, name):
+    return module.get_bin_path(name)
+
+
+def _run(module, argv):
+    """Run a command in the C locale; (rc, stdout)."""
+    rc, out, _err = module.run_command(argv, environ_update=C_LOCALE)
+    return rc, out
+
+
+def gather(module, params):
+    """Everything read from the node, as the facts diagnose() takes, plus notes."""
+    root = params["sysfs_root"]
+    ports = parse_sysfs_ib(read_ib_tree(root))
+    nics = classify_pci(read_pci(root))["mellanox_nics"]
+
+    interfaces = None
+    default_if = None
+    ip_bin = _bin(module, "ip")
+    if ip_bin:
+        rc, out = _run(module, [ip_bin, "-j", "addr", "show"])
+        if rc == 0:
+            try:
+                interfaces = parse_ip_json(out)
+            except ValueError:
+                interfaces = None
+        rc, out = _run(module, [ip_bin, "-j", "route", "show", "default"])
+        if rc == 0:
+            default_if = default_route_interface(out)
+    if interfaces is None:
+        interfaces = read_net_sysfs(root)
+
+    mtu_from_verbs = {}
+    if ports:
+        verbs_bin = _bin(module, "ibv_devinfo")
+        if verbs_bin:
+            rc, out = _run(module, [verbs_bin])
+            if rc == 0:
+                for dev in parse_ibv_devinfo(out):
+                    for vport in dev["ports"]:
+                        mtu_from_verbs[(dev["hca_id"], vport["port"])] = vport["active_mtu"]
+    for port in ports:
+        if port.get("netdev_mtu") is None and port.get("netdev"):
+            port["netdev_mtu"] = (interfaces.get(port["netdev"]) or {}).get("mtu")
+        verbs_mtu = mtu_from_verbs.get((port["device"], port["port"]))
+        if verbs_mtu:
+            port["active_mtu"], port["active_mtu_source"] = verbs_mtu, "ibv_devinfo"
+        elif port.get("link_layer") == "Ethernet" and port.get("netdev_mtu"):
+            port["active_mtu"] = roce_active_mtu(port["netdev_mtu"])
+            port["active_mtu_source"] = "netdev_mtu"
+        else:
+            port["active_mtu_source"] = None
+
+    qos = {}
+    qos_bin = _bin(module, "mlnx_qos") if ports else None
+    if qos_bin:
+        for netdev in sorted(set(p["netdev"] for p in ports if p.get("netdev") and p.get("link_layer") == "Ethernet")):
+            rc, out = _run(module, [qos_bin, "-i", netdev])
+            if rc == 0:
+                qos[netdev] = parse_mlnx_qos(out)
+
+    fabric = params.get("fabric_interface") or choose_fabric_interface(ports, interfaces, default_if)
+    fabric_ipv4 = None
+    if fabric and (interfaces.get(fabric) or {}).get("ipv4"):
+        fabric_ipv4 = interfaces[fabric]["ipv4"][0]
+    else:
+        for port in ports:
+            for gid in port.get("gids") or []:
+                if fabric and gid.get("ndev") == fabric and gid.get("version") == 2 and gid.get("ipv4") \
+                        and not gid.get("link_local"):
+                    fabric_ipv4 = fabric_ipv4 or gid["ipv4"]
+    return {"ports": ports, "mellanox_nics": nics, "interfaces": interfaces, "qos": qos,
+            "fabric_interface": fabric, "fabric_ipv4": fabric_ipv4}
+
+
+# ------------------------------------------------------------------ orchestration
+
+def devices_view(facts):
+    """Ports grouped by device, with the per-port IPv4 and recommended GID index."""
+    interfaces = facts.get("interfaces") or {}
+    devices = {}
+    order = []
+    for port in facts.get("ports") or []:
+        name = port["device"]
+        if name not in devices:
+            devices[name] = {"name": name, "pci_address": port.get("pci_address"), "ports": []}
+            order.append(name)
+        ipv4_list = (interfaces.get(port.get("netdev") or "") or {}).get("ipv4") or []
+        ipv4 = ipv4_list[0] if ipv4_list else None
+        view = dict((k, v) for k, v in port.items() if k not in ("device", "pci_address"))
+        view["ipv4"] = ipv4
+        view["recommended_gid_index"] = recommend_gid_index(port.get("gids"), ipv4) \
+            if port.get("link_layer") == "Ethernet" else None
+        devices[name]["ports"].append(view)
+    return [devices[name] for name in order]
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            fabric_interface=dict(type="str"),
+            nccl_ib_gid_index=dict(type="raw"),
+            nccl_socket_ifname=dict(type="str"),
+            gloo_socket_ifname=dict(type="str"),
+            nccl_net=dict(type="str"),
+            min_mtu=dict(type="int", default=4096),
+            no_rdma_severity=dict(type="str", choices=list(NO_RDMA_SEVERITIES), default="warning"),
+            fail_on=dict(type="str", choices=list(FAIL_ON_CHOICES), default="error"),
+            sysfs_root=dict(type="path", default="/sys"),
+        ),
+        supports_check_mode=True,
+    )
+
+
+def main():
+    module = build_module()
+    params = module.params
+    if params["min_mtu"] <= 0:
+        module.fail_json(msg="min_mtu must be a positive number of bytes (4096 for RoCE with jumbo frames)")
+    facts = gather(module, params)
+    problems = diagnose(facts, params)
+    res = result(problems,
+                 devices=devices_view(facts),
+                 mellanox_nics=facts["mellanox_nics"],
+                 nccl_conf=nccl_settings(facts),
+                 fabric_interface=facts["fabric_interface"],
+                 fabric_ipv4=facts["fabric_ipv4"],
+                 qos=facts["qos"])
+    if should_fail(problems, params["fail_on"]):
+        module.fail_json(msg=summary(res["problems"]), changed=False, **res)
+    module.exit_json(changed=False, **res)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""Every problem code the collection can emit is documented in docs/troubleshooting.md."""
+from __future__ import annotations
+
+import ast
+import glob
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def emitted_codes():
+    """First arguments of problem(...) / _problem(...) calls in plugins/ (string constants)."""
+    codes = set()
+    for path in glob.glob(os.path.join(ROOT, "plugins", "*", "*.py")):
+        with open(path) as handle:
+            tree = ast.parse(handle.read())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            first = node.args[0]
+            if name in ("problem", "_problem") and isinstance(first, ast.Constant) and isinstance(first.value, str):
+                codes.add(first.value)
+    return codes
+
+
+def test_codes_are_found():
+    codes = emitted_codes()
+    assert {"PREFLIGHT_LOOPBACK_RDZV", "STACK_TORCHVISION_MISMATCH", "NO_GPU", "NO_RDMA",
+            "NCCL_BUSBW_LOW", "CLUSTER_PORT_BLOCKED"} <= codes
+
+
+def test_every_code_is_documented():
+    with open(os.path.join(ROOT, "docs", "troubleshooting.md")) as handle:
+        doc = handle.read()
+    missing = sorted(code for code in emitted_codes() if code not in doc)
+    assert missing == []
