@@ -1,0 +1,164 @@
+"""site.yml run as AWX runs it: `ansible-runner run` on a private data directory laid out as AWX lays it.
+
+    <private data dir>/
+      project/            a copy of the repository's git-visible tree (what AWX clones)
+      inventory/hosts     an executable script printing the inventory as JSON, as AWX writes it
+      env/extravars       AWX's meta variables and the survey answers
+      env/envvars         HOME is an empty folder (no ~/.ssh or ~/.ansible of the controller user),
+                          plus the ENV lines of execution-environment.yml with /runner mapped here
+      artifacts/<ident>/  what runner leaves: status, rc, job_events (the stats event holds set_stats)
+
+It runs against the Molecule nodes ddp-mol1/ddp-mol2 that `molecule test -s local` leaves running
+(`make test` runs tests/integration in between); without them it is skipped, saying why. On converged
+nodes it is mostly no-change plus the health checks and the benchmark (2-4 minutes).
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+RUNNER_BIN = os.path.join(BIN, "ansible-runner")
+NODES = ("ddp-mol1", "ddp-mol2")
+MOLECULE_VARS = os.path.join(ROOT, "molecule", "local", "inventory", "nodes", "group_vars", "ddp_nodes.yml")
+MOLECULE_DIR_LOOKUP = re.compile(r"\{\{\s*lookup\('ansible\.builtin\.env',\s*'MOLECULE_PROJECT_DIRECTORY'\)\s*\}\}")
+IDENT = "1"  # AWX uses the job id as runner's ident
+
+
+def _running(name):
+    proc = subprocess.run(["podman", "container", "inspect", "-f", "{{.State.Running}}", name],
+                          capture_output=True, text=True, check=False)
+    return proc.returncode == 0 and proc.stdout.strip() == "true"
+
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("podman") is None or not all(_running(n) for n in NODES),
+                       reason="the Molecule nodes ddp-mol1/ddp-mol2 are not running (make test starts them with molecule)"),
+    pytest.mark.skipif(not os.path.exists(RUNNER_BIN),
+                       reason="ansible-runner is not installed next to this Python (pip install ansible-runner)"),
+]
+
+
+def copy_project(dest):
+    """The git-visible tree (tracked and untracked-but-not-ignored files), symlinks kept as links."""
+    out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    for rel in sorted(set(filter(None, out.split("\0")))):
+        src = os.path.join(ROOT, rel)
+        if not os.path.lexists(src):
+            continue  # deleted in the working tree
+        target = os.path.join(dest, rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if os.path.islink(src):
+            os.symlink(os.readlink(src), target)
+        else:
+            shutil.copy2(src, target)
+
+
+def ee_environment(private_data_dir):
+    """The ENV lines of execution-environment.yml, with the EE's /runner mapped to this folder."""
+    with open(os.path.join(ROOT, "execution-environment.yml"), encoding="utf-8") as handle:
+        definition = yaml.safe_load(handle)
+    env = {}
+    for step in (definition.get("additional_build_steps") or {}).get("append_final") or []:
+        match = re.match(r"^ENV\s+(\w+)=(.*)$", step.strip())
+        if match:
+            env[match.group(1)] = match.group(2).replace("/runner", private_data_dir)
+    return env
+
+
+def awx_inventory_script(group_vars):
+    """inventory/hosts as AWX writes it: a Python script that prints the inventory's JSON."""
+    data = {
+        "all": {"children": ["ddp_nodes", "ddp_head", "ungrouped"]},
+        "ddp_nodes": {"hosts": list(NODES), "vars": group_vars},
+        "ddp_head": {"hosts": [NODES[0]]},
+        "_meta": {"hostvars": {n: {} for n in NODES}},
+    }
+    return "#! /usr/bin/env python3\n# -*- coding: utf-8 -*-\nprint(%r)\n" % json.dumps(data)
+
+
+def make_private_data_dir(base):
+    pdd = str(base / "awx_job")
+    for sub in ("project", "inventory", "env", "home"):
+        os.makedirs(os.path.join(pdd, sub))
+    copy_project(os.path.join(pdd, "project"))
+
+    with open(MOLECULE_VARS, encoding="utf-8") as handle:
+        group_vars = yaml.safe_load(MOLECULE_DIR_LOOKUP.sub(ROOT, handle.read()))
+    # The wheelhouse stays the repository's (.cache is not in git); results go to this job's folder.
+    group_vars["ddp_benchmark_results_dir"] = os.path.join(pdd, "benchmark")
+    hosts = os.path.join(pdd, "inventory", "hosts")
+    with open(hosts, "w", encoding="utf-8") as handle:
+        handle.write(awx_inventory_script(group_vars))
+    os.chmod(hosts, 0o700)
+
+    extravars = {
+        # AWX's meta variables
+        "awx_job_id": int(IDENT), "tower_job_id": int(IDENT), "awx_job_launch_type": "manual",
+        "awx_job_template_name": "ddp.cluster | site", "awx_project_revision": "test",
+        # survey answers (the small preset the Molecule scenario uses)
+        "ddp_nproc_per_node": "1", "ddp_benchmark_batch_size": 8, "ddp_benchmark_steps": 5,
+        "ddp_benchmark_warmup_steps": 2,
+    }
+    envvars = dict(ee_environment(pdd), HOME=os.path.join(pdd, "home"), ANSIBLE_FORCE_COLOR="0",
+                   ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="False")
+    for name, content in (("extravars", extravars), ("envvars", envvars)):
+        with open(os.path.join(pdd, "env", name), "w", encoding="utf-8") as handle:
+            yaml.safe_dump(content, handle)
+    return pdd
+
+
+def stats_event(pdd):
+    events = []
+    for path in glob.glob(os.path.join(pdd, "artifacts", IDENT, "job_events", "*.json")):
+        with open(path, encoding="utf-8") as handle:
+            event = json.load(handle)
+        if event.get("event") == "playbook_on_stats":
+            events.append(event)
+    assert events, "no playbook_on_stats event in artifacts/%s/job_events" % IDENT
+    return sorted(events, key=lambda e: e.get("counter", 0))[-1]
+
+
+def test_site_yml_through_ansible_runner_keeps_the_benchmark_summary(tmp_path):
+    pdd = make_private_data_dir(tmp_path)
+    env = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+    for name in ("ANSIBLE_CONFIG", "ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_ROLES_PATH", "ANSIBLE_INVENTORY",
+                 "MOLECULE_PROJECT_DIRECTORY"):
+        env.pop(name, None)
+    start = time.time()
+    proc = subprocess.run([RUNNER_BIN, "run", pdd, "-p", "site.yml", "--ident", IDENT],
+                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=1200, check=False)
+    elapsed = time.time() - start
+    out = proc.stdout + proc.stderr
+
+    artifacts = os.path.join(pdd, "artifacts", IDENT)
+    with open(os.path.join(artifacts, "status"), encoding="utf-8") as handle:
+        status = handle.read().strip()
+    assert proc.returncode == 0 and status == "successful", "%s after %.0f s\n%s" % (status, elapsed, out[-5000:])
+
+    stats = stats_event(pdd)["event_data"]
+    assert not stats.get("failures") and not stats.get("dark"), stats
+    summary = (stats.get("artifact_data") or {}).get("ddp_benchmark")
+    assert summary, "set_stats did not reach the job's artifacts: %s" % sorted(stats.get("artifact_data") or {})
+    assert summary["nodes"] == 2
+    assert summary["processes"] == 2
+    assert summary["samples_per_s"] > 0
+    assert summary["backend"] == "gloo"
+    assert os.path.isfile(summary["results"]) and summary["results"].startswith(pdd)
+
+    # Nothing was written to, or read from, the (empty) home of the controller user.
+    assert not os.path.exists(os.path.join(pdd, "home", ".ssh"))
+    # The job ran the project's copy of the collection, not the clone.
+    assert os.path.realpath(os.path.join(pdd, "project", "collections", "ansible_collections", "ddp", "cluster")) \
+        == os.path.realpath(os.path.join(pdd, "project"))
