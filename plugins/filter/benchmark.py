@@ -1,15 +1,21 @@
 # Copyright: contributors to ddp.cluster
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over ddp_bench.py results: one row, or the scaling table.
+"""Filters over ddp_bench.py results: one row, the scaling table, the matrix and its report,
+and the Horovod launcher pieces.
 
-Documentation lives in the sidecar files benchmark_summary.yml and
-benchmark_table.yml beside this one.
+Documentation lives in the sidecar files benchmark_*.yml beside this one.
 """
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddp.cluster.plugins.module_utils.benchmark_report import (
+    build_matrix,
+    build_report,
+    horovod_build_problems,
+    horovod_command,
+    option_args,
+    parse_horovod_check_build,
     render_table,
     summarize,
 )
@@ -40,6 +46,58 @@ def benchmark_table(results):
         raise AnsibleFilterError("benchmark_table: %s" % _message(exc))
 
 
+def benchmark_matrix(hosts, head, nproc_per_node, scopes=None, variants=None, on_gpu=False):
+    """Hosts, head, processes per node -> the matrix runs (see module_utils build_matrix)."""
+    try:
+        return build_matrix(hosts, head, nproc_per_node, scopes if scopes is not None else ("one_process", "one_node",
+                                                                                            "all_nodes"),
+                            variants or [], bool(on_gpu))
+    except (KeyError, ValueError, TypeError) as exc:
+        raise AnsibleFilterError("benchmark_matrix: %s" % _message(exc))
+
+
+def benchmark_option_args(options):
+    """A dict of ddp_bench.py options -> ['--name=value', ...]."""
+    if not isinstance(options, dict):
+        raise AnsibleFilterError("benchmark_option_args: expected a dict, got %s" % type(options).__name__)
+    return option_args(options)
+
+
+def benchmark_report(runs, matrix_id, collection_version, launcher="torchrun", skipped=None, previous=None,
+                     compare_to=None, threshold=0.10):
+    """Matrix runs with their results -> the report dict (rows, comparison, csv, markdown)."""
+    previous_rows = None
+    if previous is not None:
+        if not isinstance(previous, dict) or not isinstance(previous.get("rows"), list):
+            raise AnsibleFilterError("benchmark_report: the previous report has no 'rows' list (is %s a results.json "
+                                     "written by this role?)" % (compare_to or "it"))
+        previous_rows = previous["rows"]
+    try:
+        return build_report(runs, matrix_id, collection_version, launcher, skipped or [], previous_rows, compare_to,
+                            threshold)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise AnsibleFilterError("benchmark_report: %s" % _message(exc))
+
+
+def benchmark_horovod_check(text, controller="gloo", need_nccl=False):
+    """horovodrun --check-build output -> {build, problems}."""
+    try:
+        parsed = parse_horovod_check_build(str(text))
+        return {"build": parsed, "problems": horovod_build_problems(parsed, controller, bool(need_nccl))}
+    except (KeyError, ValueError, TypeError) as exc:
+        raise AnsibleFilterError("benchmark_horovod_check: %s" % _message(exc))
+
+
+def benchmark_horovod_command(hosts, slots, program, environ, controller="gloo", ssh_port=None,
+                              network_interface=None):
+    """Hosts, slots, rank program, environment -> {argv, np, forwarded} for horovodrun or mpirun."""
+    try:
+        return horovod_command(list(hosts), slots, list(program), dict(environ), controller, ssh_port,
+                               network_interface)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise AnsibleFilterError("benchmark_horovod_command: %s" % _message(exc))
+
+
 class FilterModule:
     """ddp.cluster benchmark filters."""
 
@@ -47,4 +105,9 @@ class FilterModule:
         return {
             "benchmark_summary": benchmark_summary,
             "benchmark_table": benchmark_table,
+            "benchmark_matrix": benchmark_matrix,
+            "benchmark_option_args": benchmark_option_args,
+            "benchmark_report": benchmark_report,
+            "benchmark_horovod_check": benchmark_horovod_check,
+            "benchmark_horovod_command": benchmark_horovod_command,
         }

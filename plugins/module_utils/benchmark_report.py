@@ -1,14 +1,28 @@
 # Copyright: contributors to ddp.cluster
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pure helpers that turn ddp_bench.py results into a scaling table.
+"""Pure helpers that turn ddp_bench.py results into a scaling table and report.
 
 No I/O. Input is the JSON dict that ``roles/ddp_benchmark/files/ddp_bench.py``
 writes (schema_version 1); throughputs are in samples per second (images/s
 for the image models), and a "process" is one DDP rank (one GPU on GPU nodes).
+
+Besides the single-run table this module holds the benchmark matrix (which runs
+to make: 1 process, 1 node, all nodes, named variants), the matrix report (rows
+with speed-up and scaling efficiency, CSV, Markdown, provenance), the comparison
+with a previous report, and the Horovod launcher pieces (``horovodrun
+--check-build`` parsing, cases C16; the horovodrun/mpirun command builder that
+forwards NCCL_*, LD_LIBRARY_PATH and PATH, case C17).
 """
 from __future__ import annotations
 
 import math
+import re
+import shlex
+
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import (
+    parse_nccl_debug,
+    rdma_link_layers,
+)
 
 SUMMARY_KEYS = ("nnodes", "world_size", "samples_per_s", "samples_per_s_per_process", "model", "backend")
 ROW_KEYS = ("nodes", "processes", "samples_per_s", "samples_per_s_per_process", "model", "backend")
@@ -168,3 +182,608 @@ def render_table(rows):
 
     rule = "|" + "|".join(("-" * (w + 1) + ":") if right else ("-" * (w + 2)) for w, right in zip(widths, _RIGHT)) + "|"
     return "\n".join([line(TABLE_HEADERS), rule] + [line(c) for c in cells]) + "\n"
+
+
+# --- the matrix -------------------------------------------------------------
+
+SCOPES = ("one_process", "one_node", "all_nodes")
+SCOPE_LABELS = {"one_process": "1 process", "one_node": "1 node", "all_nodes": "all nodes"}
+# Script options a variant may override (ddp_bench.py --<name with dashes>).
+VARIANT_OPTIONS = (
+    "model", "batch_size", "image_size", "warmup_steps", "steps", "precision", "memory_format", "compile",
+    "compile_backend", "data", "workers", "pin_memory", "lr_scaling", "base_lr",
+)
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
+
+
+def _variant_problems(variants):
+    """Problems (strings) with the variants list; [] when it is usable."""
+    if not isinstance(variants, (list, tuple)):
+        return ["ddp_benchmark_variants must be a list of {name, environment, options, scope}, got %s"
+                % type(variants).__name__]
+    problems = []
+    seen = set()
+    for index, variant in enumerate(variants):
+        where = "ddp_benchmark_variants[%d]" % index
+        if not isinstance(variant, dict):
+            problems.append("%s must be a dict with a name, got %r" % (where, variant))
+            continue
+        unknown = sorted(set(variant) - {"name", "environment", "options", "scope", "gpu_only"})
+        if unknown:
+            problems.append("%s has unknown key(s) %s (known: name, environment, options, scope, gpu_only)"
+                            % (where, ", ".join(unknown)))
+        name = str(variant.get("name", ""))
+        if not _NAME_RE.match(name):
+            problems.append("%s name %r must be 1-40 characters of letters, digits, '_', '.', '-'" % (where, name))
+        elif name in seen or name in SCOPES:
+            problems.append("%s name %r is used twice (or is a scope name)" % (where, name))
+        seen.add(name)
+        env = variant.get("environment", {})
+        if not isinstance(env, dict) or not all(re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(k)) for k in env):
+            problems.append("%s environment must be a dict of variable names to values" % where)
+        options = variant.get("options", {})
+        if not isinstance(options, dict):
+            problems.append("%s options must be a dict" % where)
+        else:
+            bad = sorted(set(options) - set(VARIANT_OPTIONS))
+            if bad:
+                problems.append("%s options %s are not script options (known: %s)"
+                                % (where, ", ".join(bad), ", ".join(VARIANT_OPTIONS)))
+        if variant.get("scope", "all_nodes") not in SCOPES:
+            problems.append("%s scope %r must be one of %s" % (where, variant.get("scope"), ", ".join(SCOPES)))
+    return problems
+
+
+def build_matrix(hosts, head, nproc_per_node, scopes=SCOPES, variants=(), on_gpu=False):
+    """The runs of a benchmark matrix, in the order they are made.
+
+    Scopes: ``one_process`` (1 process on the head), ``one_node`` (every local
+    process on the head), ``all_nodes`` (every process on every host). A scope
+    whose shape equals the previous one (``one_node`` when ``nproc_per_node``
+    is 1; ``all_nodes`` with one host) is not run twice: the run lists both
+    scopes. Each variant (``{name, environment, options, scope, gpu_only}``)
+    adds one run at its scope (default ``all_nodes``) with its environment and
+    script options on top; a ``gpu_only`` variant (an NCCL setting) is left
+    out, with the reason, when ``on_gpu`` is false.
+
+    :param hosts: inventory names of the nodes, any order; ``head`` must be one.
+    :param head: the rendezvous host; single-node runs use it.
+    :param nproc_per_node: processes per node (int >= 1).
+    :returns: ``{runs: [{index, name, scopes, variant, nnodes, nproc_per_node,
+        world_size, hosts, environment, options}], skipped: [{name, reason}]}``.
+    :raises ValueError: bad hosts, head, count, scope or variant (messages name them).
+    """
+    hosts = [str(h) for h in hosts]
+    if not hosts:
+        raise ValueError("the matrix needs at least one host")
+    if head not in hosts:
+        raise ValueError("the head %r is not one of the hosts %s" % (head, ", ".join(hosts)))
+    nproc = _positive_int(nproc_per_node, "nproc_per_node")
+    scopes = list(scopes)
+    bad = [s for s in scopes if s not in SCOPES]
+    if bad or not scopes:
+        raise ValueError("ddp_benchmark_scopes must be a non-empty list of %s, got %r" % (", ".join(SCOPES), scopes))
+    problems = _variant_problems(list(variants))
+    if problems:
+        raise ValueError("; ".join(problems))
+    ordered = [head] + [h for h in hosts if h != head]
+    shapes = {
+        "one_process": ([head], 1),
+        "one_node": ([head], nproc),
+        "all_nodes": (ordered, nproc),
+    }
+    runs = []
+    for scope in SCOPES:
+        if scope not in scopes:
+            continue
+        run_hosts, per_node = shapes[scope]
+        same = [r for r in runs if r["variant"] is None and r["hosts"] == run_hosts and r["nproc_per_node"] == per_node]
+        if same:
+            same[0]["scopes"].append(scope)
+            continue
+        runs.append(_run(len(runs), scope, None, run_hosts, per_node, {}, {}))
+    skipped = []
+    for variant in variants:
+        if variant.get("gpu_only") and not on_gpu:
+            skipped.append({"name": variant["name"], "reason": "gpu_only: the nodes have no GPU (NCCL is not used)"})
+            continue
+        scope = variant.get("scope", "all_nodes")
+        run_hosts, per_node = shapes[scope]
+        runs.append(_run(len(runs), scope, variant["name"], run_hosts, per_node,
+                         {str(k): str(v) for k, v in (variant.get("environment") or {}).items()},
+                         dict(variant.get("options") or {})))
+    for run in runs:
+        run["name"] = " = ".join(SCOPE_LABELS[s] for s in run["scopes"])
+        if run["variant"]:
+            run["name"] += " / " + run["variant"]
+    return {"runs": runs, "skipped": skipped}
+
+
+def _run(index, scope, variant, hosts, per_node, environment, options):
+    return {
+        "index": index, "name": "", "scopes": [scope], "variant": variant, "nnodes": len(hosts),
+        "nproc_per_node": per_node, "world_size": len(hosts) * per_node, "hosts": list(hosts),
+        "environment": environment, "options": options,
+    }
+
+
+def option_args(options):
+    """Script options dict -> ``--name=value`` arguments, sorted by name (None values left out)."""
+    return ["--%s=%s" % (k.replace("_", "-"), v) for k, v in sorted(options.items()) if v is not None]
+
+
+# --- provenance --------------------------------------------------------------
+
+def nccl_provenance(result):
+    """What NCCL actually used in one run, from the NCCL_DEBUG=INFO lines the script kept.
+
+    :param result: a ddp_bench.py result; ``nccl_debug`` is ``[{rank, host, lines}]``
+        (absent or empty with Gloo, or with NCCL_DEBUG capture off).
+    :returns: ``{captured, transport, gdr, nccl_version, link_layers, per_host:
+        {host: {transport, gdr, net_plugins, channel_transports, interfaces}}, warnings}``.
+        ``transport`` is ``IB``/``Socket``/... when every rank that shows a
+        network transport agrees, ``mixed`` when they differ, None when none
+        shows one (a single-node run uses P2P/SHM, no network).
+    """
+    logs = result.get("nccl_debug") or []
+    out = {"captured": bool(logs), "transport": None, "gdr": None, "nccl_version": None, "link_layers": [],
+           "per_host": {}, "warnings": []}
+    transports = set()
+    gdrs = set()
+    layers = set()
+    for entry in logs:
+        parsed = parse_nccl_debug("\n".join(entry.get("lines") or []))
+        host = str(entry.get("host"))
+        mine = out["per_host"].setdefault(host, {"transport": None, "gdr": None, "net_plugins": [],
+                                                 "channel_transports": [], "interfaces": []})
+        if parsed["transport"]:
+            transports.add(parsed["transport"])
+            mine["transport"] = parsed["transport"] if mine["transport"] in (None, parsed["transport"]) else "mixed"
+        if parsed["gdr"] is not None:
+            gdrs.add(parsed["gdr"])
+            mine["gdr"] = parsed["gdr"] if mine["gdr"] in (None, parsed["gdr"]) else "mixed"
+        for key, values in (("net_plugins", parsed["net_plugins"]), ("channel_transports", parsed["channel_transports"]),
+                            ("interfaces", [d["name"] for n in parsed["net"] for d in n["devices"]])):
+            mine[key] = sorted(set(mine[key]) | set(values))
+        layers.update(rdma_link_layers(parsed))
+        out["nccl_version"] = out["nccl_version"] or parsed["nccl_version"]
+        out["warnings"] += ["%s rank %s: %s" % (host, entry.get("rank"), w["text"]) for w in parsed["warnings"]]
+    if len(transports) == 1:
+        out["transport"] = transports.pop()
+    elif transports:
+        out["transport"] = "mixed"
+    if len(gdrs) == 1:
+        out["gdr"] = gdrs.pop()
+    elif gdrs:
+        out["gdr"] = "mixed"
+    out["link_layers"] = sorted(layers)
+    return out
+
+
+# --- the matrix report -------------------------------------------------------
+
+CSV_COLUMNS = (
+    "run", "scopes", "variant", "run_id", "nodes", "processes", "model", "backend", "precision", "memory_format",
+    "compile", "data", "batch_size_per_process", "global_batch_size", "lr", "lr_scaling", "global_images_per_s",
+    "images_per_s_per_process", "speedup", "efficiency", "transport", "gdr", "torch", "cuda", "cudnn", "nccl",
+    "started_at", "finished_at",
+)
+
+
+def matrix_rows(runs):
+    """One row per matrix run with speed-up and scaling efficiency.
+
+    :param runs: ``[{run: <matrix run from build_matrix>, run_id, result: <ddp_bench.py result>}]``.
+    :returns: rows (dicts with the :data:`CSV_COLUMNS` keys plus ``hosts``,
+        ``env``, ``nccl_provenance``, ``baseline``): one row per scope of a run
+        without a variant (a run that is both "1 process" and "1 node" gives
+        both rows, with the same run_id), one per variant run. The baseline is the first run whose
+        scopes include ``one_process`` and has no variant; ``speedup`` =
+        throughput / baseline throughput, ``efficiency`` = throughput_N /
+        (N x throughput_1) (both None without a baseline or for a baseline of
+        another model, backend, precision or data).
+    """
+    rows = []
+    for index, item in enumerate(runs):
+        if not isinstance(item, dict):
+            raise TypeError("runs[%d] must be a dict, got %s" % (index, type(item).__name__))
+        _require(item, ("run", "result"), "runs[%d]" % index)
+        run, result = item["run"], item["result"]
+        base = summarize(result)
+        versions = result.get("versions") or {}
+        nccl = nccl_provenance(result)
+        if run.get("variant"):
+            names = [run.get("name") or "run %d" % index]
+        else:
+            names = [SCOPE_LABELS.get(scope, scope) for scope in run.get("scopes", [])] or ["run %d" % index]
+        for name in names:
+            rows.append(_matrix_row(name, item, run, result, base, versions, nccl))
+    return _with_efficiency(rows)
+
+
+def _matrix_row(name, item, run, result, base, versions, nccl):
+    """One table row (see matrix_rows)."""
+    return {
+        "run": name,
+        "scopes": " + ".join(SCOPE_LABELS.get(s, s) for s in run.get("scopes", [])),
+        "variant": run.get("variant") or "",
+        "run_id": item.get("run_id") or "",
+        "nodes": base["nodes"],
+        "processes": base["processes"],
+        "model": base["model"],
+        "backend": base["backend"],
+        "precision": result.get("precision", "fp32"),
+        "memory_format": result.get("memory_format", "contiguous"),
+        "compile": result.get("compile", "off"),
+        "data": result.get("data", "synthetic"),
+        "batch_size_per_process": result.get("batch_size_per_process"),
+        "global_batch_size": result.get("global_batch_size"),
+        "lr": result.get("lr"),
+        "lr_scaling": result.get("lr_scaling"),
+        "global_images_per_s": base["samples_per_s"],
+        "images_per_s_per_process": base["samples_per_s_per_process"],
+        "speedup": None,
+        "efficiency": None,
+        "transport": nccl["transport"] or ("gloo/tcp" if base["backend"] == "gloo" else ""),
+        "gdr": nccl["gdr"],
+        "torch": versions.get("torch"),
+        "cuda": versions.get("cuda"),
+        "cudnn": versions.get("cudnn"),
+        "nccl": versions.get("nccl"),
+        "started_at": result.get("started_at"),
+        "finished_at": result.get("finished_at"),
+        "hosts": result.get("hosts", {}),
+        "env": result.get("env", {}),
+        "nccl_provenance": nccl,
+        "baseline": "one_process" in run.get("scopes", []) and not run.get("variant"),
+    }
+
+
+def _with_efficiency(rows):
+    """Fill speedup and efficiency against the first baseline row (1 process, no variant)."""
+    baseline = next((row for row in rows if row["baseline"]), None)
+    if baseline is not None:
+        for row in rows:
+            if all(row[k] == baseline[k] for k in ("model", "backend", "precision", "data")):
+                row["speedup"] = row["global_images_per_s"] / baseline["global_images_per_s"]
+                row["efficiency"] = scaling_efficiency(row["global_images_per_s"], row["processes"],
+                                                       baseline["global_images_per_s"])
+    return rows
+
+
+def _csv_cell(value):
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        text = "%.6g" % value if abs(value) < 1e-3 else ("%.4f" % value).rstrip("0").rstrip(".")
+    else:
+        text = str(value)
+    if any(c in text for c in ',"\n\r'):
+        text = '"%s"' % text.replace('"', '""')
+    return text
+
+
+def render_csv(rows):
+    """Rows from :func:`matrix_rows` as CSV text (RFC 4180 quoting, ``\\n`` line ends, header first)."""
+    lines = [",".join(CSV_COLUMNS)]
+    for row in rows:
+        lines.append(",".join(_csv_cell(row.get(c)) for c in CSV_COLUMNS))
+    return "\n".join(lines) + "\n"
+
+
+def _md_table(headers, right, cells):
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(headers)]
+
+    def line(values):
+        return "| " + " | ".join(v.rjust(w) if r else v.ljust(w) for v, w, r in zip(values, widths, right)) + " |"
+
+    rule = "|" + "|".join(("-" * (w + 1) + ":") if r else ("-" * (w + 2)) for w, r in zip(widths, right)) + "|"
+    return "\n".join([line(headers), rule] + [line(c) for c in cells]) + "\n"
+
+
+def _pct(value):
+    return "" if value is None else "%.1f%%" % (100.0 * value)
+
+
+def render_matrix_table(rows):
+    """The scaling table of a matrix report as a Markdown pipe table (one line per run)."""
+    headers = ("run", "nodes", "processes", "model", "precision", "data", "global images/s",
+               "images/s per GPU/process", "speed-up", "efficiency", "transport")
+    right = (False, True, True, False, False, False, True, True, True, True, False)
+    cells = []
+    for row in rows:
+        model = str(row["model"]).split(" (", maxsplit=1)[0]
+        cells.append((
+            str(row["run"]).replace("|", "\\|"), str(row["nodes"]), str(row["processes"]), model.replace("|", "\\|"),
+            str(row["precision"]) + ("+cl" if row.get("memory_format") == "channels_last" else "")
+            + ("+compile" if row.get("compile") not in (None, "off") else ""),
+            str(row["data"]), "%.1f" % row["global_images_per_s"], "%.1f" % row["images_per_s_per_process"],
+            "" if row["speedup"] is None else "%.2fx" % row["speedup"], _pct(row["efficiency"]),
+            str(row["transport"] or ""),
+        ))
+    return _md_table(headers, right, cells)
+
+
+def compare_rows(current, previous, threshold=0.10):
+    """Compare a matrix report with a previous one, run by run (matched on the run name).
+
+    :param current: rows of this report; :param previous: rows of the previous one
+        (only ``run`` and ``global_images_per_s`` are read).
+    :param threshold: a drop in global images/s larger than this fraction is a regression.
+    :returns: ``{threshold, regressions: int, rows: [{run, previous, current, change,
+        regression}], only_current: [names], only_previous: [names]}``; ``change``
+        is (current - previous) / previous.
+    :raises ValueError: threshold not in [0, 1).
+    """
+    try:
+        threshold = float(threshold)
+    except (TypeError, ValueError):
+        raise ValueError("the regression threshold must be a number, got %r" % (threshold,))
+    if not 0 <= threshold < 1:
+        raise ValueError("the regression threshold must be a fraction in [0, 1), got %r" % threshold)
+    before = {}
+    for index, row in enumerate(previous or []):
+        _require(row, ("run", "global_images_per_s"), "previous row %d" % index)
+        before[str(row["run"])] = _positive_number(row["global_images_per_s"], "previous %s global_images_per_s"
+                                                   % row["run"])
+    out = {"threshold": threshold, "regressions": 0, "rows": [], "only_current": [], "only_previous": []}
+    names = set()
+    for row in current:
+        name = str(row["run"])
+        names.add(name)
+        if name not in before:
+            out["only_current"].append(name)
+            continue
+        now = _positive_number(row["global_images_per_s"], "%s global_images_per_s" % name)
+        change = (now - before[name]) / before[name]
+        regression = change < -threshold
+        out["regressions"] += int(regression)
+        out["rows"].append({"run": name, "previous": before[name], "current": now, "change": change,
+                            "regression": regression})
+    out["only_previous"] = sorted(n for n in before if n not in names)
+    return out
+
+
+def render_comparison(comparison, previous_label="previous"):
+    """A comparison from :func:`compare_rows` as Markdown: a table and a verdict line."""
+    cells = [(r["run"], "%.1f" % r["previous"], "%.1f" % r["current"], "%+.1f%%" % (100.0 * r["change"]),
+              "REGRESSION" if r["regression"] else "ok") for r in comparison["rows"]]
+    text = "Compared with %s (regression: a drop of more than %.0f%% in global images/s).\n\n" % (
+        previous_label, 100.0 * comparison["threshold"])
+    text += _md_table(("run", "previous images/s", "images/s", "change", "verdict"),
+                      (False, True, True, True, False), cells)
+    for key, what in (("only_current", "new in this run"), ("only_previous", "only in the previous run")):
+        if comparison[key]:
+            text += "\n%s: %s\n" % (what.capitalize(), ", ".join(comparison[key]))
+    text += "\n%d regression(s) above %.0f%%.\n" % (comparison["regressions"], 100.0 * comparison["threshold"])
+    return text
+
+
+def _provenance_lines(rows):
+    lines = []
+    seen = set()
+    for row in rows:
+        if row["run_id"] in seen:
+            continue
+        seen.add(row["run_id"])
+        nccl = row["nccl_provenance"]
+        hosts = ", ".join("%s: %s" % (h, ",".join(str(r) for r in ranks)) for h, ranks in sorted(row["hosts"].items()))
+        lines.append("- **%s** (`%s`): ranks %s; torch %s, CUDA %s, cuDNN %s, NCCL %s; batch %s/process, global %s, "
+                     "lr %s (%s); %s .. %s"
+                     % (row["run"], row["run_id"], hosts, row["torch"], row["cuda"] or "-", row["cudnn"] or "-",
+                        row["nccl"] or "-", row["batch_size_per_process"], row["global_batch_size"],
+                        row["lr"], row["lr_scaling"], row["started_at"], row["finished_at"]))
+        if row["backend"] == "nccl":
+            if nccl["captured"]:
+                per_host = "; ".join("%s: %s%s" % (h, v["transport"] or "no network (P2P/SHM only)",
+                                                   "" if v["gdr"] is None else ", GDR %s" % ("on" if v["gdr"] is True
+                                                                                             else v["gdr"] or "off"))
+                                     for h, v in sorted(nccl["per_host"].items()))
+                lines.append("  - NCCL transport: %s (%s)%s" % (nccl["transport"] or "none", per_host,
+                                                                "; link layers " + ", ".join(nccl["link_layers"])
+                                                                if nccl["link_layers"] else ""))
+                lines += ["  - NCCL WARN: %s" % w for w in nccl["warnings"][:5]]
+            else:
+                lines.append("  - NCCL transport: not captured (NCCL_DEBUG=INFO capture was off)")
+        env = ", ".join("%s=%s" % (k, v) for k, v in sorted(row["env"].items()))
+        lines.append("  - env: %s" % (env or "(none)"))
+    return lines
+
+
+def render_report(report):
+    """The whole report.md from a report dict (see :func:`build_report`)."""
+    rows = report["rows"]
+    out = ["# DDP scaling report %s" % report["matrix_id"], ""]
+    out.append("Collection ddp.cluster %s; launcher %s; %d run(s); %s .. %s." % (
+        report["collection_version"], report["launcher"], len(rows), report["started_at"], report["finished_at"]))
+    if rows:
+        out.append("Model: %s." % rows[0]["model"])
+    out += ["", "## Scaling", "", render_matrix_table(rows).rstrip("\n"), ""]
+    out.append("Speed-up = global images/s / the 1-process run's; efficiency = throughput_N / (N x throughput_1), "
+               "N = processes (GPUs).")
+    for skip in report.get("skipped", []):
+        out.append("Variant %s not run: %s." % (skip["name"], skip["reason"]))
+    if report.get("comparison"):
+        comparison = render_comparison(report["comparison"], report.get("compare_to") or "previous")
+        out += ["", "## Comparison", "", comparison.rstrip("\n")]
+    out += ["", "## Provenance", ""] + _provenance_lines(rows)
+    return "\n".join(out) + "\n"
+
+
+def build_report(runs, matrix_id, collection_version, launcher="torchrun", skipped=(), previous_rows=None,
+                 compare_to=None, threshold=0.10):
+    """The matrix report: rows, comparison (when ``previous_rows`` is given), and its texts.
+
+    :returns: ``{schema_version, matrix_id, collection_version, launcher, started_at,
+        finished_at, skipped, rows, comparison, compare_to, csv, markdown}``.
+    """
+    rows = matrix_rows(runs)
+    report = {
+        "schema_version": 1,
+        "matrix_id": str(matrix_id),
+        "collection_version": str(collection_version),
+        "launcher": launcher,
+        "started_at": min((r["started_at"] for r in rows if r["started_at"]), default=None),
+        "finished_at": max((r["finished_at"] for r in rows if r["finished_at"]), default=None),
+        "skipped": list(skipped),
+        "rows": rows,
+        "comparison": compare_rows(rows, previous_rows, threshold) if previous_rows is not None else None,
+        "compare_to": compare_to,
+        "runs": [dict(item["run"], run_id=item.get("run_id")) for item in runs],
+    }
+    report["csv"] = render_csv(rows)
+    report["markdown"] = render_report(report)
+    report["table"] = render_matrix_table(rows)
+    report["comparison_markdown"] = (render_comparison(report["comparison"], compare_to or "previous")
+                                     if report["comparison"] else "")
+    return report
+
+
+# --- Horovod (C16, C17) --------------------------------------------------------
+
+_CHECK_SECTIONS = {"available frameworks": "frameworks", "available controllers": "controllers",
+                   "available tensor operations": "tensor_operations"}
+_CHECK_ITEM_RE = re.compile(r"\[\s*([Xx]?)\s*\]\s*([A-Za-z][\w.+-]*)")
+
+
+def parse_horovod_check_build(text):
+    """Parse ``horovodrun --check-build`` output.
+
+    Handles the multi-line form (``Available Frameworks:`` then ``[X] PyTorch``
+    lines) and the one-line form of case C16 (``Controllers: [ ] MPI [X] Gloo;
+    Tensor Operations: [ ] NCCL``).
+
+    :returns: ``{version, frameworks, controllers, tensor_operations}``; the last
+        three map names to True (``[X]``) / False (``[ ]``); a section the output
+        does not show stays empty. ``version`` is None
+        when no ``Horovod v0.28.1`` line was seen.
+    """
+    out = {"version": None, "frameworks": {}, "controllers": {}, "tensor_operations": {}}
+    section = None
+    for raw in (text or "").splitlines():
+        line = raw.strip()
+        match = re.match(r"^Horovod v?(\d+\.\d+(?:\.\d+)?\S*)", line)
+        if match:
+            out["version"] = match.group(1).rstrip(":")
+            continue
+        for part in line.split(";"):
+            part = part.strip()
+            head = re.match(r"^(?:Available\s+)?(Frameworks|Controllers|Tensor Operations)\s*:\s*(.*)$", part, re.I)
+            if head:
+                section = _CHECK_SECTIONS["available " + head.group(1).lower()]
+                part = head.group(2)
+            if section:
+                for mark, name in _CHECK_ITEM_RE.findall(part):
+                    out[section][name] = bool(mark)
+    return out
+
+
+def _has(mapping, name):
+    return any(k.lower() == name.lower() and v for k, v in mapping.items())
+
+
+def horovod_build_problems(parsed, controller="gloo", need_nccl=False):
+    """What a Horovod build lacks for our run (an empty list when nothing).
+
+    :param parsed: from :func:`parse_horovod_check_build`.
+    :param controller: ``gloo`` or ``mpi``: the controller horovodrun will use.
+    :param need_nccl: True on GPU nodes (NCCL tensor operations are needed).
+    :returns: ``[{code, message, fix}]`` with codes HOROVOD_NO_PYTORCH,
+        HOROVOD_NO_CONTROLLER, HOROVOD_NO_NCCL, HOROVOD_CHECK_UNREADABLE.
+    """
+    if controller not in ("gloo", "mpi"):
+        raise ValueError("controller must be gloo or mpi, got %r" % controller)
+    rebuild = ("pip install --no-cache-dir --force-reinstall horovod with HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_%s=1%s "
+               "(an old build is 'already satisfied' and never rebuilt without --force-reinstall --no-cache-dir)"
+               % ("GLOO" if controller == "gloo" else "MPI", " HOROVOD_GPU_OPERATIONS=NCCL" if need_nccl else ""))
+    if not (parsed["frameworks"] or parsed["controllers"] or parsed["tensor_operations"]):
+        return [{"code": "HOROVOD_CHECK_UNREADABLE", "message": "horovodrun --check-build printed no build table",
+                 "fix": "run horovodrun --check-build by hand in the environment; reinstall Horovod"}]
+    problems = []
+    if parsed["frameworks"] and not _has(parsed["frameworks"], "PyTorch"):
+        problems.append({"code": "HOROVOD_NO_PYTORCH", "message": "Horovod was built without PyTorch", "fix": rebuild})
+    name = "Gloo" if controller == "gloo" else "MPI"
+    if not _has(parsed["controllers"], name):
+        problems.append({"code": "HOROVOD_NO_CONTROLLER",
+                         "message": "Horovod was built without the %s controller (controllers: %s)"
+                         % (name, ", ".join(k for k, v in parsed["controllers"].items() if v) or "none"),
+                         "fix": rebuild})
+    if need_nccl and not _has(parsed["tensor_operations"], "NCCL"):
+        problems.append({"code": "HOROVOD_NO_NCCL",
+                         "message": "Horovod was built without NCCL tensor operations (GPU all-reduce would go "
+                                    "through %s on the CPU)" % name,
+                         "fix": "install the NCCL headers (libnccl-dev / libnccl-devel) first, then " + rebuild})
+    return problems
+
+
+FORWARD_EXACT = ("LD_LIBRARY_PATH", "PATH")
+FORWARD_PREFIXES = ("NCCL_",)
+
+
+def forwarded_names(environ):
+    """Names to forward to remote ranks: every NCCL_*, plus LD_LIBRARY_PATH and PATH (always), sorted."""
+    names = {k for k in environ if k.startswith(FORWARD_PREFIXES)}
+    return sorted(names | set(FORWARD_EXACT))
+
+
+def horovod_command(hosts, slots, program, environ, controller="gloo", ssh_port=None, network_interface=None):
+    """argv that launches ``program`` on every rank with Horovod.
+
+    ``controller`` ``gloo``: ``horovodrun --gloo -np N -H h1:s,h2:s ...``
+    (horovodrun passes its own environment to the remote ranks; the returned
+    ``forwarded`` names say which of ours matter). ``mpi``: a plain ``mpirun``
+    line with ``-x NAME`` for every NCCL_* variable in ``environ``, and
+    LD_LIBRARY_PATH and PATH (C17: mpirun forwards nothing without ``-x``).
+
+    :param hosts: host names or addresses, head first; :param slots: ranks per host.
+    :param program: argv of the rank program (python, script, options).
+    :param environ: the launch environment (names are read; values are not put on the line).
+    :returns: ``{argv, np, forwarded}``.
+    """
+    if not hosts:
+        raise ValueError("horovod_command needs at least one host")
+    slots = _positive_int(slots, "slots")
+    np_ = slots * len(hosts)
+    host_list = ",".join("%s:%d" % (h, slots) for h in hosts)
+    forwarded = forwarded_names(environ)
+    if controller == "gloo":
+        argv = ["horovodrun", "--gloo", "-np", str(np_), "-H", host_list]
+        if ssh_port:
+            argv += ["-p", str(int(ssh_port))]
+        if network_interface:
+            argv += ["--network-interface", str(network_interface)]
+    elif controller == "mpi":
+        argv = ["mpirun", "-np", str(np_), "-H", host_list, "-bind-to", "none", "-map-by", "slot",
+                "-mca", "pml", "ob1", "-mca", "btl", "^openib"]
+        if ssh_port:
+            argv += ["-mca", "plm_rsh_args", "-p %d" % int(ssh_port)]
+        if network_interface:
+            argv += ["-mca", "btl_tcp_if_include", str(network_interface)]
+        for name in forwarded:
+            argv += ["-x", name]
+    else:
+        raise ValueError("controller must be gloo or mpi, got %r" % controller)
+    return {"argv": argv + [str(p) for p in program], "np": np_, "forwarded": forwarded}
+
+
+def audit_launch_line(line, environ):
+    """Flag a hand-written mpirun/horovodrun line that does not forward what the ranks need (C17).
+
+    :param line: the command line as text. :param environ: the launch environment.
+    :returns: ``{launcher, forwarded, missing}``: ``missing`` lists the names in
+        :func:`forwarded_names` that an ``mpirun`` line does not pass with ``-x``
+        (empty for horovodrun, which forwards its environment itself).
+    """
+    argv = shlex.split(line)
+    launcher = next((a.rsplit("/", 1)[-1] for a in argv if a.rsplit("/", 1)[-1] in ("mpirun", "mpiexec", "horovodrun")),
+                    None)
+    forwarded = set()
+    for index, arg in enumerate(argv):
+        if arg == "-x" and index + 1 < len(argv):
+            forwarded.add(argv[index + 1].split("=", 1)[0])
+        elif arg.startswith("-x") and len(arg) > 2 and arg[2] != "-":
+            forwarded.add(arg[2:].split("=", 1)[0])
+    missing = [] if launcher == "horovodrun" else [n for n in forwarded_names(environ) if n not in forwarded]
+    return {"launcher": launcher, "forwarded": sorted(forwarded), "missing": missing}

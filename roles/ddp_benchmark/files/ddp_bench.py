@@ -1,6 +1,6 @@
 # Copyright: contributors to ddp.cluster
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Synthetic-data PyTorch DDP training benchmark, launched by torchrun.
+"""PyTorch DDP training benchmark, launched by torchrun (or by Horovod).
 
 Launch on every node at once with the same c10d rendezvous::
 
@@ -11,26 +11,41 @@ Launch on every node at once with the same c10d rendezvous::
 The rank layout is read from torchrun's environment (RANK, LOCAL_RANK,
 WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK), never from a ``--local_rank``
 argument (torch.distributed.launch in torch 2.x passes ``--local-rank``; it is
-accepted and ignored here, the environment wins).
+accepted and ignored here, the environment wins: case C15). With
+``--launcher horovod`` (under horovodrun or mpirun) the layout comes from
+Horovod instead, the optimizer is ``hvd.DistributedOptimizer`` and the
+parameters are broadcast from rank 0.
 
 Each rank times ``--steps`` training steps after ``--warmup-steps`` (with
 ``torch.cuda.synchronize`` on GPU and a barrier before and after the timed
-loop) and measures its own samples/s. The per-rank figures are gathered to
-every rank (an ``all_gather_object`` that does not need NumPy); rank 0 builds
-the result, which is shared with every rank, and the LOCAL_RANK 0 process of
-every node writes the same JSON to ``--output`` (temp file + ``os.replace``),
-so the controller can fetch it from any node.
+loop) and measures its own samples/s. Options: precision (fp32, tf32,
+bf16/fp16 autocast), channels_last, torch.compile, and the input: synthetic
+tensors already on the device (default) or a DataLoader with workers and
+pin_memory over torchvision FakeData with CPU transforms (or, without
+torchvision, a torch-only dataset that does the same kind of CPU work per
+sample). The learning rate follows a scaling rule (linear or sqrt in the
+global batch) and is reported; every RNG is seeded.
+
+The per-rank figures are gathered to every rank (an ``all_gather`` of pickled
+bytes that does not need NumPy); rank 0 builds the result, which is shared with
+every rank, and the LOCAL_RANK 0 process of every node writes the same JSON to
+``--output`` (temp file + ``os.replace``), so the controller can fetch it from
+any node. With NCCL, the NCCL_DEBUG=INFO lines that show the transport are
+captured per rank (unless NCCL_DEBUG is set already) and kept in the result.
 
 Python 3.8+, standard library + torch; torchvision is imported only for
-ResNet-50.
+ResNet-50 and FakeData, horovod only with ``--launcher horovod``.
 """
 from __future__ import annotations
 
 import argparse
 import datetime
 import json
+import math
 import os
 import pickle
+import random
+import re
 import socket
 import sys
 import tempfile
@@ -39,9 +54,22 @@ import time
 SCHEMA_VERSION = 1
 REQUIRED_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
 ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "GLOO_")
+# Other launch variables kept as provenance in "launch_env".
+LAUNCH_ENV_PREFIXES = ("TORCH_", "HOROVOD_", "TORCHELASTIC_")
+LAUNCH_ENV_EXACT = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
 SMALL_CNN_NAME = "small_cnn (torch.nn, 4 conv layers, CPU stand-in for ResNet-50)"
 RESNET50_NAME = "resnet50 (torchvision.models, random init)"
+FAKEDATA_NAME = ("torchvision FakeData + RandomResizedCrop/RandomHorizontalFlip/ToTensor/Normalize "
+                 "(PIL, in DataLoader workers)")
+CPU_DATASET_NAME = ("cpu_transform_dataset (torch-only stand-in for FakeData: uint8 image per sample, random "
+                    "resized crop, flip, normalise, in DataLoader workers)")
 PROG = "ddp_bench.py"
+# NCCL_DEBUG=INFO lines that show what NCCL used (the rest is dropped to keep the result small).
+_NCCL_KEEP_RE = re.compile(r"NCCL (?:WARN|INFO (?:NCCL version|Bootstrap|NET/|Using network|.*GPU Direct RDMA"
+                           r"|Channel \d+(?:/\d+)?\s*:.* via NET/|.*Init COMPLETE|\d+ coll channels))")
+NCCL_LINES_MAX = 200
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 class BenchError(Exception):
@@ -50,7 +78,9 @@ class BenchError(Exception):
 
 def parse_args(argv=None):
     """Parse the command line. Sizes are per process; times are seconds."""
-    p = argparse.ArgumentParser(prog=PROG, description="Synthetic-data PyTorch DDP benchmark (launch with torchrun).")
+    p = argparse.ArgumentParser(prog=PROG, description="PyTorch DDP benchmark (launch with torchrun or horovodrun).")
+    p.add_argument("--launcher", choices=("torchrun", "horovod"), default="torchrun",
+                   help="torchrun: torch.distributed + DDP; horovod: horovod.torch under horovodrun/mpirun")
     p.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto",
                    help="process-group backend; auto = nccl when CUDA is available, else gloo")
     p.add_argument("--model", choices=("auto", "resnet50", "small_cnn"), default="auto",
@@ -60,6 +90,27 @@ def parse_args(argv=None):
     p.add_argument("--num-classes", type=_positive_int, default=1000)
     p.add_argument("--warmup-steps", type=_non_negative_int, default=10, help="untimed steps before timing")
     p.add_argument("--steps", type=_positive_int, default=50, help="timed steps")
+    p.add_argument("--precision", choices=("auto", "fp32", "tf32", "bf16", "fp16"), default="auto",
+                   help="fp32 (TF32 off), tf32 (TF32 matmul/cuDNN), bf16/fp16 autocast; "
+                        "auto = bf16 on a CUDA device that supports it, else fp32")
+    p.add_argument("--memory-format", choices=("auto", "channels_last", "contiguous"), default="auto",
+                   help="auto = channels_last on CUDA, contiguous on CPU")
+    p.add_argument("--compile", choices=("off", "on"), default="off", help="torch.compile the DDP model")
+    p.add_argument("--compile-backend", default="inductor", help="torch.compile backend (inductor, aot_eager, eager)")
+    p.add_argument("--data", choices=("synthetic", "loader"), default="synthetic",
+                   help="synthetic: one random batch on the device; loader: DataLoader over FakeData with CPU "
+                        "transforms (or a torch-only CPU-transform dataset without torchvision)")
+    p.add_argument("--workers", type=_non_negative_int, default=8, help="DataLoader workers per process (--data loader)")
+    p.add_argument("--pin-memory", choices=("auto", "on", "off"), default="auto",
+                   help="DataLoader pin_memory; auto = on with CUDA")
+    p.add_argument("--base-lr", type=float, default=0.1, help="learning rate at the reference batch")
+    p.add_argument("--lr-scaling", choices=("linear", "sqrt", "none"), default="linear",
+                   help="lr = base-lr x (global batch / reference batch), or x its square root")
+    p.add_argument("--lr-reference-batch", type=_non_negative_int, default=0,
+                   help="reference batch of --base-lr; 0 = the per-process batch (so linear = lr x world size)")
+    p.add_argument("--nccl-debug", choices=("auto", "off"), default="auto",
+                   help="auto: with NCCL and NCCL_DEBUG unset, log NCCL_DEBUG=INFO (INIT,NET) to a file per rank "
+                        "and keep the transport lines in the result")
     p.add_argument("--init-timeout-s", type=_positive_int, default=300,
                    help="timeout for init_process_group and collectives, seconds")
     p.add_argument("--output", default="ddp_bench.json", help="JSON result path (written by LOCAL_RANK 0 of every node)")
@@ -104,6 +155,41 @@ def utc_now():
     return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+def scaled_lr(base_lr, rule, global_batch, reference_batch):
+    """Learning rate under a scaling rule: linear (x global/reference), sqrt (x its root) or none."""
+    ratio = float(global_batch) / float(reference_batch)
+    if rule == "linear":
+        return base_lr * ratio
+    if rule == "sqrt":
+        return base_lr * math.sqrt(ratio)
+    return base_lr
+
+
+def resolve_settings(args, on_gpu, bf16_ok):
+    """The effective precision, memory format and pin_memory for this device."""
+    precision = args.precision
+    if precision == "auto":
+        precision = "bf16" if on_gpu and bf16_ok else "fp32"
+    memory_format = args.memory_format
+    if memory_format == "auto":
+        memory_format = "channels_last" if on_gpu else "contiguous"
+    pin = args.pin_memory == "on" or (args.pin_memory == "auto" and on_gpu)
+    return precision, memory_format, pin
+
+
+def seed_everything(torch, seed):
+    """Seed Python's, NumPy's (when installed) and torch's (CPU and every CUDA device) RNGs."""
+    random.seed(seed)
+    try:
+        import numpy
+        numpy.random.seed(seed % (2 ** 32))
+    except ImportError:
+        pass
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
+
+
 def build_small_cnn(nn, num_classes):
     """Four stride-2 conv blocks + global pool + linear: a cheap CPU stand-in."""
     layers = []
@@ -114,14 +200,18 @@ def build_small_cnn(nn, num_classes):
     return nn.Sequential(*layers)
 
 
+def _torchvision_error():
+    try:
+        import torchvision  # noqa: F401  (lazy: only ResNet-50 and FakeData need it)
+        return None
+    except Exception as exc:  # ImportError, or a torchvision that does not match torch
+        return "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+
+
 def choose_model(requested, on_cuda):
     """Return (name, note, builder-or-None). builder None means small_cnn."""
     if requested in ("auto", "resnet50"):
-        try:
-            import torchvision  # noqa: F401  (lazy: only ResNet-50 needs it)
-            tv_error = None
-        except Exception as exc:  # ImportError, or a torchvision that does not match torch
-            tv_error = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+        tv_error = _torchvision_error()
         if requested == "resnet50":
             if tv_error:
                 raise BenchError("--model resnet50 needs torchvision, which does not import: %s" % tv_error)
@@ -141,9 +231,96 @@ def _resnet50(num_classes):
         return torchvision.models.resnet50(pretrained=False, num_classes=num_classes)
 
 
+class CpuTransformDataset(object):
+    """A torch-only stand-in for FakeData + CPU transforms (no torchvision needed).
+
+    Per sample: a uint8 3 x S' x S' image (S' = 8/7 x S, seeded by index), a
+    random resized crop (area 8-100 %, aspect 3/4-4/3) resized to S x S with
+    bilinear interpolation, a random horizontal flip, scaling to [0, 1] and
+    per-channel normalisation: the same kind of CPU work per image as
+    torchvision's FakeData with RandomResizedCrop/Flip/ToTensor/Normalize.
+    """
+
+    def __init__(self, size, image_size, num_classes, seed):
+        self.size = size
+        self.image_size = image_size
+        self.source_size = int(round(image_size * 8 / 7.0))
+        self.num_classes = num_classes
+        self.seed = seed
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, index):
+        import torch
+        import torch.nn.functional as F
+        gen = torch.Generator().manual_seed(self.seed * 1000003 + index)
+        src = self.source_size
+        image = torch.randint(0, 256, (3, src, src), dtype=torch.uint8, generator=gen)
+        rand = torch.rand(4, generator=gen).tolist()
+        area = (0.08 + 0.92 * rand[0]) * src * src
+        aspect = math.exp(math.log(3 / 4.0) + (math.log(4 / 3.0) - math.log(3 / 4.0)) * rand[1])
+        width = max(1, min(src, int(round(math.sqrt(area * aspect)))))
+        height = max(1, min(src, int(round(math.sqrt(area / aspect)))))
+        top = int(rand[2] * (src - height))
+        left = int(rand[3] * (src - width))
+        crop = image[:, top:top + height, left:left + width].float().unsqueeze(0)
+        out = F.interpolate(crop, size=(self.image_size, self.image_size), mode="bilinear", align_corners=False)[0]
+        if torch.rand(1, generator=gen).item() < 0.5:
+            out = out.flip(-1)
+        out = out / 255.0
+        mean = torch.tensor(IMAGENET_MEAN).view(3, 1, 1)
+        std = torch.tensor(IMAGENET_STD).view(3, 1, 1)
+        label = int(torch.randint(0, self.num_classes, (1,), generator=gen).item())
+        return (out - mean) / std, label
+
+
+def _seed_worker(worker_id):
+    """DataLoader worker_init_fn: seed Python and NumPy from torch's per-worker seed."""
+    import torch
+    seed = torch.initial_seed() % (2 ** 32)
+    random.seed(seed)
+    try:
+        import numpy
+        numpy.random.seed(seed)
+    except ImportError:
+        pass
+
+
+def make_loader(torch, args, rank, world_size, pin):
+    """(DataLoader, dataset name) for --data loader; the sampler splits the samples between ranks."""
+    size = args.batch_size * (args.warmup_steps + args.steps) * world_size
+    if _torchvision_error() is None:
+        import torchvision
+        from torchvision import transforms as T
+        transform = T.Compose([T.RandomResizedCrop(args.image_size), T.RandomHorizontalFlip(), T.ToTensor(),
+                               T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
+        dataset = torchvision.datasets.FakeData(size=size, image_size=(3, args.image_size, args.image_size),
+                                                num_classes=args.num_classes, transform=transform,
+                                                random_offset=args.seed)
+        name = FAKEDATA_NAME
+    else:
+        dataset = CpuTransformDataset(size, args.image_size, args.num_classes, args.seed)
+        name = CPU_DATASET_NAME
+    from torch.utils.data import DataLoader
+    from torch.utils.data.distributed import DistributedSampler
+    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=args.seed,
+                                 drop_last=True)
+    loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, num_workers=args.workers,
+                        pin_memory=pin, drop_last=True, worker_init_fn=_seed_worker,
+                        generator=torch.Generator().manual_seed(args.seed + rank))
+    return loader, name
+
+
 def collect_env(environ):
     """NCCL_*, TORCH_NCCL_* and GLOO_* variables present, sorted by name."""
     return {k: environ[k] for k in sorted(environ) if k.startswith(ENV_PREFIXES)}
+
+
+def collect_launch_env(environ):
+    """Other TORCH_*, TORCHELASTIC_*, HOROVOD_* variables, OMP_NUM_THREADS, CUDA_VISIBLE_DEVICES, LD_LIBRARY_PATH."""
+    return {k: environ[k] for k in sorted(environ)
+            if (k.startswith(LAUNCH_ENV_PREFIXES) and not k.startswith(ENV_PREFIXES)) or k in LAUNCH_ENV_EXACT}
 
 
 def torch_versions(torch):
@@ -162,6 +339,43 @@ def torch_versions(torch):
     except Exception:
         cudnn = None
     return {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": cudnn, "nccl": nccl}
+
+
+def runtime_versions():
+    """Python, and torchvision / horovod when this process imported them."""
+    out = {"python": "%d.%d.%d" % sys.version_info[:3], "torchvision": None, "horovod": None}
+    for name in ("torchvision", "horovod"):
+        module = sys.modules.get(name)
+        if module is not None:
+            out[name] = getattr(module, "__version__", None)
+    return out
+
+
+def setup_nccl_debug(environ, output, backend, mode):
+    """With NCCL and NCCL_DEBUG unset, log INFO (INIT,NET) to a per-process file; return its path or None."""
+    if backend != "nccl" or mode == "off" or environ.get("NCCL_DEBUG") or environ.get("NCCL_DEBUG_FILE"):
+        return None
+    path = os.path.join(os.path.dirname(os.path.abspath(output)), ".ddp_bench.%d.nccl.log" % os.getpid())
+    environ["NCCL_DEBUG"] = "INFO"
+    environ.setdefault("NCCL_DEBUG_SUBSYS", "INIT,NET")
+    environ["NCCL_DEBUG_FILE"] = path
+    return path
+
+
+def read_nccl_lines(path):
+    """The transport lines of an NCCL debug file (at most NCCL_LINES_MAX), then remove the file."""
+    if not path:
+        return []
+    try:
+        with open(path, errors="replace") as fh:
+            lines = [line.rstrip("\n") for line in fh if _NCCL_KEEP_RE.search(line)]
+    except OSError:
+        return []
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    return lines[:NCCL_LINES_MAX]
 
 
 def write_json_atomic(path, data):
@@ -185,91 +399,220 @@ def write_json_atomic(path, data):
         raise
 
 
+class TorchComm(object):
+    """torch.distributed under torchrun: DDP wrapper, barrier, gather."""
+
+    name = "torchrun"
+
+    def __init__(self, torch, layout, backend, timeout_s):
+        import torch.distributed as dist
+        self.torch, self.dist, self.layout, self.backend = torch, dist, layout, backend
+        self.timeout_s = timeout_s
+
+    def init(self):
+        self.dist.init_process_group(backend=self.backend, timeout=datetime.timedelta(seconds=self.timeout_s))
+
+    def wrap(self, model, optimizer_fn, device_ids):
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        ddp = DDP(model, device_ids=device_ids)
+        return ddp, optimizer_fn(ddp.parameters())
+
+    def barrier(self):
+        self.dist.barrier()
+
+    def gather(self, obj, device):
+        return all_gather_objects(self.torch, self.dist, obj, device, self.layout["world_size"])
+
+    def close(self):
+        if self.dist.is_initialized():
+            self.dist.destroy_process_group()
+
+
+class HorovodComm(object):
+    """horovod.torch under horovodrun/mpirun: DistributedOptimizer, parameter broadcast, gather."""
+
+    name = "horovod"
+
+    def __init__(self, torch):
+        try:
+            import horovod.torch as hvd
+        except Exception as exc:
+            raise BenchError("--launcher horovod needs horovod.torch, which does not import: %s: %s"
+                             % (type(exc).__name__, exc))
+        self.torch, self.hvd = torch, hvd
+        self.layout = None
+
+    def init(self):
+        self.hvd.init()
+        hvd = self.hvd
+        self.layout = {"rank": hvd.rank(), "local_rank": hvd.local_rank(), "world_size": hvd.size(),
+                       "local_world_size": hvd.local_size(), "group_rank": hvd.cross_rank(), "master_port": 0}
+        nccl = bool(getattr(hvd, "nccl_built", lambda: False)())
+        self.backend = "horovod+%s" % ("nccl" if nccl and self.torch.cuda.is_available() else
+                                       ("gloo" if hvd.gloo_enabled() else "mpi"))
+
+    def wrap(self, model, optimizer_fn, device_ids):
+        hvd = self.hvd
+        optimizer = optimizer_fn(model.parameters())
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+        return model, hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+
+    def barrier(self):
+        self.hvd.allreduce(self.torch.zeros(1), name="ddp_bench.barrier")
+
+    def gather(self, obj, device):
+        return self.hvd.allgather_object(obj)
+
+    def close(self):
+        self.hvd.shutdown()
+
+
 def run(args, layout):
     """Initialise the process group, run the benchmark, return the result dict."""
     import torch
-    import torch.distributed as dist
     from torch import nn
-    from torch.nn.parallel import DistributedDataParallel as DDP
 
-    rank, local_rank, world_size = layout["rank"], layout["local_rank"], layout["world_size"]
     cuda = torch.cuda.is_available()
-    backend = args.backend if args.backend != "auto" else ("nccl" if cuda else "gloo")
-    if backend == "nccl" and not cuda:
-        raise BenchError("--backend nccl needs CUDA, but torch.cuda.is_available() is False (torch %s)" % torch.__version__)
-    on_gpu = cuda and backend == "nccl"
-    if on_gpu:
-        if local_rank >= torch.cuda.device_count():
-            raise BenchError("LOCAL_RANK %d but only %d CUDA device(s) visible" % (local_rank, torch.cuda.device_count()))
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
-        torch.backends.cudnn.benchmark = True
+    if args.launcher == "horovod":
+        comm = HorovodComm(torch)
+        backend = "nccl" if cuda and args.backend != "gloo" else "gloo"
     else:
-        device = torch.device("cpu")
-
-    model_name, model_note, builder = choose_model(args.model, on_gpu)
+        backend = args.backend if args.backend != "auto" else ("nccl" if cuda else "gloo")
+        if backend == "nccl" and not cuda:
+            raise BenchError("--backend nccl needs CUDA, but torch.cuda.is_available() is False (torch %s)"
+                             % torch.__version__)
+        comm = TorchComm(torch, layout, backend, args.init_timeout_s)
+    nccl_log = setup_nccl_debug(os.environ, args.output, backend, args.nccl_debug)
     started_at = utc_now()
-    dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=args.init_timeout_s))
+    comm.init()
+    if args.launcher == "horovod":
+        layout = comm.layout
+        backend = comm.backend
+    rank, local_rank, world_size = layout["rank"], layout["local_rank"], layout["world_size"]
+    on_gpu = cuda and (backend == "nccl" or args.launcher == "horovod")
     try:
-        torch.manual_seed(args.seed)
-        model = builder(args.num_classes) if builder else build_small_cnn(nn, args.num_classes)
-        model = model.to(device)
-        ddp = DDP(model, device_ids=[local_rank] if on_gpu else None)
-        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
-        loss_fn = nn.CrossEntropyLoss()
+        if on_gpu:
+            if local_rank >= torch.cuda.device_count():
+                raise BenchError("LOCAL_RANK %d but only %d CUDA device(s) visible" % (local_rank, torch.cuda.device_count()))
+            torch.cuda.set_device(local_rank)
+            device = torch.device("cuda", local_rank)
+            torch.backends.cudnn.benchmark = True
+        else:
+            device = torch.device("cpu")
+        bf16_ok = bool(on_gpu and torch.cuda.is_bf16_supported())
+        precision, memory_format, pin = resolve_settings(args, on_gpu, bf16_ok)
+        tf32 = precision == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+        fmt = torch.channels_last if memory_format == "channels_last" else torch.contiguous_format
 
-        gen = torch.Generator().manual_seed(args.seed + rank)
-        images = torch.randn(args.batch_size, 3, args.image_size, args.image_size, generator=gen).to(device)
-        labels = torch.randint(0, args.num_classes, (args.batch_size,), generator=gen).to(device)
+        model_name, model_note, builder = choose_model(args.model, on_gpu)
+        seed_everything(torch, args.seed)
+        model = builder(args.num_classes) if builder else build_small_cnn(nn, args.num_classes)
+        model = model.to(device, memory_format=fmt)
+        global_batch = args.batch_size * world_size
+        reference = args.lr_reference_batch or args.batch_size
+        lr = scaled_lr(args.base_lr, args.lr_scaling, global_batch, reference)
+        ddp, optimizer = comm.wrap(model, lambda params: torch.optim.SGD(params, lr=lr, momentum=0.9),
+                                   [local_rank] if on_gpu else None)
+        if args.compile == "on":
+            ddp = torch.compile(ddp, backend=args.compile_backend)
+        loss_fn = nn.CrossEntropyLoss()
+        scaler = None
+        if precision == "fp16":
+            scaler = torch.amp.GradScaler(device.type)
+
+        if args.data == "loader":
+            loader, data_name = make_loader(torch, args, rank, world_size, pin)
+            batches = iter(loader)
+        else:
+            data_name = "synthetic (one random batch, already on the device)"
+            gen = torch.Generator().manual_seed(args.seed + rank)
+            images = torch.randn(args.batch_size, 3, args.image_size, args.image_size, generator=gen)
+            images = images.to(device).contiguous(memory_format=fmt)
+            labels = torch.randint(0, args.num_classes, (args.batch_size,), generator=gen).to(device)
+
+        def next_batch():
+            if args.data != "loader":
+                return images, labels
+            x, y = next(batches)
+            return (x.to(device, non_blocking=pin).contiguous(memory_format=fmt), y.to(device, non_blocking=pin))
 
         def step():
+            x, y = next_batch()
             optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(ddp(images), labels)
-            loss.backward()
-            optimizer.step()
+            if amp_dtype is not None:
+                with torch.autocast(device_type=device.type, dtype=amp_dtype):
+                    loss = loss_fn(ddp(x), y)
+            else:
+                loss = loss_fn(ddp(x), y)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                optimizer.step()
 
         def sync():
             if on_gpu:
                 torch.cuda.synchronize(device)
 
         ddp.train()
+        w0 = time.perf_counter()
         for _warm in range(args.warmup_steps):
             step()
         sync()
-        dist.barrier()
+        warmup_s = time.perf_counter() - w0
+        comm.barrier()
         t0 = time.perf_counter()
         for _step in range(args.steps):
             step()
         sync()
         elapsed = time.perf_counter() - t0
-        dist.barrier()
+        comm.barrier()
 
         mine = {
             "rank": rank,
             "local_rank": local_rank,
             "group_rank": layout["group_rank"],
+            "local_world_size": layout["local_world_size"],
             "host": socket.gethostname(),
             "elapsed_s": elapsed,
+            "warmup_s": warmup_s,
             "samples_per_s": args.batch_size * args.steps / elapsed,
             "step_time_mean_s": elapsed / args.steps,
             "cpu_threads": torch.get_num_threads(),
+            "nccl_lines": read_nccl_lines(nccl_log),
         }
-        gathered = all_gather_objects(torch, dist, mine, device, world_size)
+        gathered = comm.gather(mine, device)
 
         result = None
         if rank == 0:
+            settings = {
+                "launcher": comm.name, "precision": precision, "memory_format": memory_format,
+                "compile": args.compile if args.compile == "off" else "on (%s)" % args.compile_backend,
+                "data": "synthetic" if args.data != "loader" else "loader", "data_note": data_name,
+                "workers": args.workers if args.data == "loader" else 0,
+                "pin_memory": pin if args.data == "loader" else False,
+                "seed": args.seed, "base_lr": args.base_lr, "lr_scaling": args.lr_scaling,
+                "lr_reference_batch": reference, "lr": round(lr, 8),
+                "nccl_debug_capture": nccl_log is not None,
+                "runtime_versions": runtime_versions(), "launch_env": collect_launch_env(os.environ),
+            }
             result = build_result(args, layout, gathered, model_name, model_note, backend,
                                   torch.cuda.get_device_name(device) if on_gpu else "cpu",
-                                  torch_versions(torch), collect_env(os.environ), started_at)
+                                  torch_versions(torch), collect_env(os.environ), started_at, settings)
         # Every node writes rank 0's result, so the files are identical.
-        result = all_gather_objects(torch, dist, result, device, world_size)[0]
+        result = comm.gather(result, device)[0]
         if local_rank == 0:
             write_json_atomic(args.output, result)
-        dist.barrier()
+        comm.barrier()
         return result
     finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
+        comm.close()
 
 
 def all_gather_objects(torch, dist, obj, device, world_size):
@@ -291,7 +634,8 @@ def all_gather_objects(torch, dist, obj, device, world_size):
     return [pickle.loads(bytes(c[:n].cpu().tolist())) for c, n in zip(chunks, sizes)]
 
 
-def build_result(args, layout, gathered, model_name, model_note, backend, device, versions, env, started_at):
+def build_result(args, layout, gathered, model_name, model_note, backend, device, versions, env, started_at,
+                 settings=None):
     """Assemble the result dict (units: seconds, samples/s) from the gathered per-rank figures."""
     gathered = sorted(gathered, key=lambda r: r["rank"])
     world_size = layout["world_size"]
@@ -301,7 +645,7 @@ def build_result(args, layout, gathered, model_name, model_note, backend, device
     for r in gathered:
         hosts.setdefault(r["host"], []).append(r["rank"])
     nnodes = len({r["group_rank"] for r in gathered})
-    return {
+    result = {
         "schema_version": SCHEMA_VERSION,
         "model": model_name,
         "model_note": model_note,
@@ -316,6 +660,7 @@ def build_result(args, layout, gathered, model_name, model_note, backend, device
         "warmup_steps": args.warmup_steps,
         "steps": args.steps,
         "elapsed_s": round(gathered[0]["elapsed_s"], 6),
+        "warmup_s": round(max(r.get("warmup_s", 0.0) for r in gathered), 6),
         "samples_per_s": round(global_sps, 3),
         "samples_per_s_per_process": round(global_sps / world_size, 3),
         # torchrun sets OMP_NUM_THREADS=1 only when nproc_per_node > 1; on CPU
@@ -332,20 +677,26 @@ def build_result(args, layout, gathered, model_name, model_note, backend, device
             }
             for r in gathered
         ],
+        "nccl_debug": [{"rank": r["rank"], "host": r["host"], "lines": r.get("nccl_lines") or []}
+                       for r in gathered if r.get("nccl_lines")],
         "versions": versions,
         "started_at": started_at,
         "finished_at": utc_now(),
         "env": env,
     }
+    result.update(settings or {})
+    return result
 
 
 def main(argv=None):
     args = parse_args(argv)
     try:
-        layout = read_launch_env(os.environ)
-        if args.legacy_local_rank is not None and str(layout["local_rank"]) != str(args.legacy_local_rank):
-            print("%s: ignoring --local-rank=%s; LOCAL_RANK=%d from the environment wins"
-                  % (PROG, args.legacy_local_rank, layout["local_rank"]), file=sys.stderr)
+        layout = None
+        if args.launcher == "torchrun":
+            layout = read_launch_env(os.environ)
+            if args.legacy_local_rank is not None and str(layout["local_rank"]) != str(args.legacy_local_rank):
+                print("%s: ignoring --local-rank=%s; LOCAL_RANK=%d from the environment wins"
+                      % (PROG, args.legacy_local_rank, layout["local_rank"]), file=sys.stderr)
         run(args, layout)
     except BenchError as exc:
         print("%s: error: %s" % (PROG, exc), file=sys.stderr)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
@@ -195,3 +196,282 @@ def test_render_table_missing_key_names_it(missing):
 def test_render_table_rejects_non_positive_throughput():
     with pytest.raises(ValueError, match="row 1 samples_per_s"):
         render_table([_row(1, 1, 10.0), dict(_row(1, 2, 10.0), samples_per_s=0)])
+
+
+# --- the matrix, the report, the comparison, Horovod (issue 6) ----------------
+
+from ansible_collections.ddp.cluster.plugins.module_utils.benchmark_report import (  # noqa: E402
+    audit_launch_line,
+    build_matrix,
+    build_report,
+    compare_rows,
+    horovod_build_problems,
+    horovod_command,
+    matrix_rows,
+    nccl_provenance,
+    option_args,
+    parse_horovod_check_build,
+    render_csv,
+)
+
+RDMA_OFF = {"name": "rdma_off", "environment": {"NCCL_IB_DISABLE": "1"}, "gpu_only": True}
+
+
+@pytest.mark.parametrize("hosts, nproc, variants, on_gpu, names, skipped", [
+    (["n1", "n2", "n3"], 4, [RDMA_OFF], True,
+     ["1 process", "1 node", "all nodes", "all nodes / rdma_off"], []),
+    (["n1", "n2", "n3"], 1, [RDMA_OFF], False, ["1 process = 1 node", "all nodes"], ["rdma_off"]),
+    (["n1"], 4, [], True, ["1 process", "1 node = all nodes"], []),
+    (["n1"], 1, [], False, ["1 process = 1 node = all nodes"], []),
+    (["n1", "n2"], 2, [{"name": "loader", "options": {"data": "loader"}, "scope": "one_node"}], False,
+     ["1 process", "1 node", "all nodes", "1 node / loader"], []),
+])
+def test_build_matrix(hosts, nproc, variants, on_gpu, names, skipped):
+    matrix = build_matrix(hosts, "n1", nproc, variants=variants, on_gpu=on_gpu)
+    assert [r["name"] for r in matrix["runs"]] == names
+    assert [s["name"] for s in matrix["skipped"]] == skipped
+    assert [r["index"] for r in matrix["runs"]] == list(range(len(names)))
+    for run in matrix["runs"]:
+        assert run["hosts"][0] == "n1"
+        assert run["world_size"] == run["nnodes"] * run["nproc_per_node"]
+
+
+def test_build_matrix_head_first_and_variant_env():
+    matrix = build_matrix(["b", "a", "c"], "a", 2, variants=[RDMA_OFF], on_gpu=True)
+    assert matrix["runs"][-1]["hosts"] == ["a", "b", "c"]
+    assert matrix["runs"][-1]["environment"] == {"NCCL_IB_DISABLE": "1"}
+    assert matrix["runs"][0]["world_size"] == 1
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"hosts": [], "head": "a"}, "at least one host"),
+    ({"hosts": ["a"], "head": "b"}, "not one of the hosts"),
+    ({"hosts": ["a"], "head": "a", "scopes": ["two_nodes"]}, "ddp_benchmark_scopes"),
+    ({"hosts": ["a"], "head": "a", "variants": [{"name": "bad name"}]}, "1-40 characters"),
+    ({"hosts": ["a"], "head": "a", "variants": [{"name": "x"}, {"name": "x"}]}, "used twice"),
+    ({"hosts": ["a"], "head": "a", "variants": [{"name": "x", "options": {"lr": 1}}]}, "not script options"),
+    ({"hosts": ["a"], "head": "a", "variants": [{"name": "x", "colour": 1}]}, "unknown key"),
+    ({"hosts": ["a"], "head": "a", "variants": [{"name": "x", "scope": "half"}]}, "scope"),
+    ({"hosts": ["a"], "head": "a", "nproc_per_node": 0}, "nproc_per_node"),
+])
+def test_build_matrix_refusals(kwargs, message):
+    args = {"nproc_per_node": 1}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        build_matrix(**args)
+
+
+def test_option_args_sorted_and_dashed():
+    args = option_args({"precision": "bf16", "batch_size": 64, "compile": None})
+    assert args == ["--batch-size=64", "--precision=bf16"]
+
+
+def _result(world, nnodes, sps, **extra):
+    result = copy.deepcopy(RESULT_2P)
+    result.update(world_size=world, nnodes=nnodes, samples_per_s=sps, samples_per_s_per_process=sps / world,
+                  hosts={"n%d" % i: [i] for i in range(nnodes)})
+    result.update(extra)
+    return result
+
+
+def _runs(*specs):
+    """specs: (name-scopes, variant, world, nnodes, sps)."""
+    out = []
+    for index, (scopes, variant, world, nnodes, sps) in enumerate(specs):
+        run = {"index": index, "name": variant and "all nodes / " + variant or " = ".join(scopes),
+               "scopes": [s.replace("1 process", "one_process").replace("1 node", "one_node")
+                          .replace("all nodes", "all_nodes") for s in scopes], "variant": variant}
+        out.append({"run": run, "run_id": "r%d" % index, "result": _result(world, nnodes, sps)})
+    return out
+
+
+@pytest.mark.parametrize("specs, expected", [
+    # 1 GPU 800, 1 node (4 GPUs) 3000, 3 nodes (12 GPUs) 8400: efficiency 93.75 %, 87.5 %.
+    ([(["1 process"], None, 1, 1, 800.0), (["1 node"], None, 4, 1, 3000.0), (["all nodes"], None, 12, 3, 8400.0),
+      (["all nodes"], "rdma_off", 12, 3, 4800.0)],
+     [("1 process", 1.0, 1.0), ("1 node", 3.75, 0.9375), ("all nodes", 10.5, 0.875),
+      ("all nodes / rdma_off", 6.0, 0.5)]),
+    # CPU: one process per node, so 1 process and 1 node are one run and two rows.
+    ([(["1 process", "1 node"], None, 1, 1, 839.2), (["all nodes"], None, 3, 3, 1104.1)],
+     [("1 process", 1.0, 1.0), ("1 node", 1.0, 1.0), ("all nodes", 1104.1 / 839.2, 1104.1 / 839.2 / 3)]),
+    # No 1-process run: no speed-up, no efficiency.
+    ([(["all nodes"], None, 3, 3, 1000.0)], [("all nodes", None, None)]),
+])
+def test_matrix_rows_speedup_and_efficiency(specs, expected):
+    rows = matrix_rows(_runs(*specs))
+    got = [(r["run"], r["speedup"], r["efficiency"]) for r in rows]
+    assert [g[0] for g in got] == [e[0] for e in expected]
+    for (_name, speedup, eff), (_n, want_speedup, want_eff) in zip(got, expected):
+        assert speedup == (pytest.approx(want_speedup) if want_speedup is not None else None)
+        assert eff == (pytest.approx(want_eff) if want_eff is not None else None)
+
+
+def test_matrix_rows_no_efficiency_across_precisions():
+    runs = _runs((["1 process"], None, 1, 1, 800.0), (["all nodes"], "fp32", 12, 3, 4000.0))
+    runs[1]["result"]["precision"] = "fp32"
+    runs[0]["result"]["precision"] = "bf16"
+    rows = matrix_rows(runs)
+    assert rows[1]["efficiency"] is None and rows[1]["speedup"] is None
+
+
+def test_render_csv_quotes_and_header():
+    rows = matrix_rows(_runs((["1 process"], None, 1, 1, 800.0), (["all nodes"], None, 2, 2, 1500.0)))
+    lines = render_csv(rows).splitlines()
+    assert lines[0].startswith("run,scopes,variant,run_id,nodes,processes,model,")
+    assert len(lines) == 3
+    assert '"small_cnn (torch.nn, 4 conv layers, CPU stand-in for ResNet-50)"' in lines[1]
+    header = lines[0].split(",")
+    assert lines[2].split(",")[header.index("efficiency") + 2] == "0.9375"  # model cell holds 2 commas
+
+
+def test_build_report_markdown_has_rows_efficiency_and_provenance():
+    runs = _runs((["1 process", "1 node"], None, 1, 1, 839.2), (["all nodes"], None, 3, 3, 1104.1))
+    report = build_report(runs, "20261130T064912Z", "0.1.0", skipped=[{"name": "rdma_off", "reason": "gpu_only"}])
+    md = report["markdown"]
+    for pattern in (r"\| 1 process +\| +1 \| +1 \|.*100\.0% \|", r"\| 1 node +\| +1 \|.*100\.0% \|",
+                    r"\| all nodes +\| +3 \| +3 \|.*1104\.1 \|.*1\.32x \| +43\.9% \|"):
+        assert re.search(pattern, md), md
+    assert "Variant rdma_off not run: gpu_only." in md
+    assert md.count("(`r0`)") == 1  # one provenance entry per run, not per row
+    assert "torch 2.13.0+cpu" in md
+    assert report["comparison"] is None and report["comparison_markdown"] == ""
+    assert report["started_at"] == "2026-11-30T05:30:37Z"
+
+
+@pytest.mark.parametrize("now, before, threshold, regressions, changes", [
+    ([("all nodes", 900.0)], [("all nodes", 1000.0)], 0.10, 0, [-0.10]),     # exactly 10 %: not above
+    ([("all nodes", 880.0)], [("all nodes", 1000.0)], 0.10, 1, [-0.12]),
+    ([("all nodes", 1200.0)], [("all nodes", 1000.0)], 0.10, 0, [0.20]),
+    ([("all nodes", 940.0)], [("all nodes", 1000.0)], 0.05, 1, [-0.06]),
+    ([("a", 1.0), ("b", 1.0)], [("b", 1.0), ("c", 1.0)], 0.10, 0, [0.0]),
+])
+def test_compare_rows(now, before, threshold, regressions, changes):
+    current = [{"run": n, "global_images_per_s": v} for n, v in now]
+    previous = [{"run": n, "global_images_per_s": v} for n, v in before]
+    out = compare_rows(current, previous, threshold)
+    assert out["regressions"] == regressions
+    assert [r["change"] for r in out["rows"]] == [pytest.approx(c) for c in changes]
+    assert out["only_current"] == [n for n, _v in now if n not in dict(before)]
+    assert out["only_previous"] == [n for n, _v in before if n not in dict(now)]
+
+
+@pytest.mark.parametrize("threshold", [-0.1, 1.0, "x"])
+def test_compare_rows_bad_threshold(threshold):
+    with pytest.raises(ValueError, match="threshold"):
+        compare_rows([], [], threshold)
+
+
+def test_build_report_with_previous_flags_regression():
+    old = build_report(_runs((["1 process"], None, 1, 1, 800.0), (["all nodes"], None, 3, 3, 2000.0)), "old", "0.1.0")
+    new = build_report(_runs((["1 process"], None, 1, 1, 800.0), (["all nodes"], None, 3, 3, 1500.0)), "new", "0.1.0",
+                       previous_rows=old["rows"], compare_to="artifacts/benchmark/old")
+    assert new["comparison"]["regressions"] == 1
+    assert "REGRESSION" in new["comparison_markdown"] and "-25.0%" in new["comparison_markdown"]
+    assert "## Comparison" in new["markdown"]
+
+
+NCCL_IB_LOG = [
+    "node0:1:1 [0] NCCL INFO NCCL version 2.18.3+cuda12.2",
+    "node0:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB ens1f0:10.0.0.1<0>",
+    "node0:1:1 [0] NCCL INFO Channel 00/0 : 3[3] -> 4[0] [send] via NET/IB/0/GDRDMA",
+]
+NCCL_SOCKET_LOG = [
+    "node1:1:1 [0] NCCL INFO NET/Socket : Using [0]ens1f0:10.0.0.2<0>",
+    "node1:1:1 [0] NCCL INFO Channel 00/0 : 7[3] -> 0[0] [send] via NET/Socket/0",
+]
+
+
+@pytest.mark.parametrize("logs, transport, gdr, layers", [
+    ([], None, None, []),
+    ([{"rank": 0, "host": "node0", "lines": NCCL_IB_LOG}], "IB", True, ["RoCE"]),
+    ([{"rank": 4, "host": "node1", "lines": NCCL_SOCKET_LOG}], "Socket", None, []),
+    ([{"rank": 0, "host": "node0", "lines": NCCL_IB_LOG}, {"rank": 4, "host": "node1", "lines": NCCL_SOCKET_LOG}],
+     "mixed", True, ["RoCE"]),
+])
+def test_nccl_provenance_uses_the_nccl_parsers(logs, transport, gdr, layers):
+    out = nccl_provenance({"nccl_debug": logs})
+    assert (out["captured"], out["transport"], out["gdr"], out["link_layers"]) == (bool(logs), transport, gdr, layers)
+    if logs:
+        assert out["per_host"][logs[0]["host"]]["transport"] == transport if transport != "mixed" else True
+
+
+CHECK_BUILD_FULL = """Horovod v0.28.1:
+
+Available Frameworks:
+    [ ] TensorFlow
+    [X] PyTorch
+    [ ] MXNet
+
+Available Controllers:
+    [X] MPI
+    [X] Gloo
+
+Available Tensor Operations:
+    [X] NCCL
+    [ ] DDL
+    [ ] CCL
+    [X] MPI
+    [X] Gloo
+"""
+CHECK_BUILD_C16 = "Controllers: [ ] MPI [X] Gloo; Tensor Operations: [ ] NCCL"
+
+
+@pytest.mark.parametrize("text, controller, need_nccl, codes", [
+    (CHECK_BUILD_FULL, "gloo", True, []),
+    (CHECK_BUILD_FULL, "mpi", True, []),
+    (CHECK_BUILD_C16, "gloo", False, []),
+    (CHECK_BUILD_C16, "gloo", True, ["HOROVOD_NO_NCCL"]),
+    (CHECK_BUILD_C16, "mpi", True, ["HOROVOD_NO_CONTROLLER", "HOROVOD_NO_NCCL"]),
+    (CHECK_BUILD_FULL.replace("[X] PyTorch", "[ ] PyTorch"), "gloo", False, ["HOROVOD_NO_PYTORCH"]),
+    ("bash: horovodrun: command not found", "gloo", False, ["HOROVOD_CHECK_UNREADABLE"]),
+])
+def test_horovod_check_build(text, controller, need_nccl, codes):
+    problems = horovod_build_problems(parse_horovod_check_build(text), controller, need_nccl)
+    assert [p["code"] for p in problems] == codes
+    for problem in problems:
+        assert problem["fix"]
+
+
+def test_parse_horovod_check_build_full():
+    parsed = parse_horovod_check_build(CHECK_BUILD_FULL)
+    assert parsed["version"] == "0.28.1"
+    assert parsed["frameworks"] == {"TensorFlow": False, "PyTorch": True, "MXNet": False}
+    assert parsed["controllers"] == {"MPI": True, "Gloo": True}
+    assert parsed["tensor_operations"]["NCCL"] is True and parsed["tensor_operations"]["DDL"] is False
+
+
+C17_ENV = {"NCCL_SOCKET_IFNAME": "ens1f0", "NCCL_IB_GID_INDEX": "3", "HOME": "/root", "PATH": "/usr/bin"}
+
+
+@pytest.mark.parametrize("controller, head, has_x", [
+    ("mpi", ["mpirun", "-np", "16", "-H", "node0:8,node1:8", "-bind-to", "none", "-map-by", "slot"], True),
+    ("gloo", ["horovodrun", "--gloo", "-np", "16", "-H", "node0:8,node1:8"], False),
+])
+def test_horovod_command_forwards_nccl_ld_library_path_and_path(controller, head, has_x):
+    out = horovod_command(["node0", "node1"], 8, ["python", "ddp_bench.py", "--launcher=horovod"], C17_ENV, controller)
+    assert out["argv"][:len(head)] == head
+    assert out["argv"][-3:] == ["python", "ddp_bench.py", "--launcher=horovod"]
+    assert out["np"] == 16
+    assert out["forwarded"] == ["LD_LIBRARY_PATH", "NCCL_IB_GID_INDEX", "NCCL_SOCKET_IFNAME", "PATH"]
+    xs = [out["argv"][i + 1] for i, a in enumerate(out["argv"]) if a == "-x"]
+    assert xs == (out["forwarded"] if has_x else [])
+    assert "ens1f0" not in out["argv"]  # values stay off the command line
+    assert audit_launch_line(" ".join(out["argv"]), C17_ENV)["missing"] == []
+
+
+def test_audit_flags_the_hand_written_c17_line():
+    line = "mpirun -np 16 -H node0:8,node1:8 -bind-to none -map-by slot -x NCCL_DEBUG=INFO python bench_hvd.py"
+    out = audit_launch_line(line, C17_ENV)
+    assert out["launcher"] == "mpirun"
+    assert out["forwarded"] == ["NCCL_DEBUG"]
+    assert out["missing"] == ["LD_LIBRARY_PATH", "NCCL_IB_GID_INDEX", "NCCL_SOCKET_IFNAME", "PATH"]
+
+
+@pytest.mark.parametrize("args, message", [
+    ((["a"], 1, ["p"], {}, "slurm"), "gloo or mpi"),
+    (([], 1, ["p"], {}, "gloo"), "at least one host"),
+    ((["a"], 0, ["p"], {}, "gloo"), "slots"),
+])
+def test_horovod_command_refusals(args, message):
+    with pytest.raises(ValueError, match=message):
+        horovod_command(*args)
