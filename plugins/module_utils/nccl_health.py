@@ -36,6 +36,7 @@ import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
 from ansible_collections.ddp.cluster.plugins.module_utils.netprobe import classify_connect
+from ansible_collections.ddp.cluster.plugins.module_utils.roce_health import parse_nccl_ifname
 from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import (
     busbw_from_algbw,
     normalize_nccl_version,
@@ -510,15 +511,12 @@ def check_nccl_env(env, torch_version=None, subject="environment"):
 
 
 def _ifname_spec(value):
-    """NCCL's NCCL_SOCKET_IFNAME syntax: ``[^][=]name[,name...]`` -> (exclude, exact, names)."""
-    text = value.strip()
-    exclude = text.startswith("^")
-    if exclude:
-        text = text[1:]
-    exact = text.startswith("=")
-    if exact:
-        text = text[1:]
-    return exclude, exact, [n.strip() for n in text.split(",") if n.strip()]
+    """NCCL's NCCL_SOCKET_IFNAME syntax: ``[^][=]name[,name...]`` -> (exclude, exact, names).
+
+    The syntax is parsed once, by roce_health.parse_nccl_ifname; empty items are dropped here.
+    """
+    exclude, exact, names = parse_nccl_ifname(value)
+    return exclude, exact, [n for n in names if n]
 
 
 def select_interfaces(value, interfaces):
