@@ -2,7 +2,8 @@
 
 ``podman stop ddp-mol2`` shortly after torchrun started on it: the play must fail within the
 run's timeout, name ddp-mol2, and leave no torchrun or ddp_bench process on ddp-mol1. The node
-is started again afterwards and the test waits for its systemd, so later tests still work.
+is started again afterwards; the test waits for its systemd and re-applies the access stage
+(firewall sources, known_hosts) since the restarted node may have a new address, so later tests work.
 Skipped, saying why, when the Molecule nodes are not running.
 """
 from __future__ import annotations
@@ -63,6 +64,12 @@ def restart_mol2():
         subprocess.run(["podman", "start", "ddp-mol2"], capture_output=True, text=True, check=False)
     assert wait_until(lambda: _running("ddp-mol2") and systemd_ready("ddp-mol2"), 120, 2), \
         "ddp-mol2 did not come back (systemctl is-system-running)"
+    # A restarted container may get a new address on the podman network (as a host may from DHCP):
+    # re-apply the access stage so the firewall's cluster sources and known_hosts hold it again.
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", MOLECULE_PROJECT_DIRECTORY=ROOT)
+    proc = subprocess.run([PLAYBOOK_BIN, "-i", INVENTORY, "playbooks/access.yml"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
 
 
 def test_node_lost_mid_run_is_named_and_nothing_is_left(restart_mol2):
