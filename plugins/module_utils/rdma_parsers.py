@@ -46,16 +46,26 @@ def _int(text):
         return None
 
 
+def _numbered_state(text, table):
+    """Shared first step of the state normalisers.
+
+    :returns: ``(raw, known)``: the stripped text (None when empty) and, for a sysfs-style
+        ``'N: NAME'`` value whose number is in ``table``, the table's name for it (else None).
+    """
+    raw = str(text).strip() if text is not None else ""
+    if not raw:
+        return None, None
+    match = re.match(r"^(\d+)\s*:", raw)
+    if match and _int(match.group(1)) in table:
+        return raw, table[_int(match.group(1))]
+    return raw, None
+
+
 def normalize_state(text):
     """``'4: ACTIVE'``, ``'PORT_ACTIVE (4)'``, ``'Active'``, ``'ACTIVE'`` -> ``'ACTIVE'``; None if empty."""
-    if text is None:
-        return None
-    raw = str(text).strip()
-    if not raw:
-        return None
-    match = re.match(r"^(\d+)\s*:", raw)
-    if match and _int(match.group(1)) in PORT_STATES:
-        return PORT_STATES[_int(match.group(1))]
+    raw, known = _numbered_state(text, PORT_STATES)
+    if raw is None or known:
+        return known
     word = re.sub(r"\(\d+\)", "", raw).strip().upper()
     if word.startswith("PORT_"):
         word = word[len("PORT_"):]
@@ -64,14 +74,9 @@ def normalize_state(text):
 
 def normalize_phys_state(text):
     """``'5: LinkUp'``, ``'LINK_UP (5)'``, ``'LINK_UP'``, ``'POLLING (2)'`` -> ``'LinkUp'`` / ``'Polling'``."""
-    if text is None:
-        return None
-    raw = str(text).strip()
-    if not raw:
-        return None
-    match = re.match(r"^(\d+)\s*:", raw)
-    if match and _int(match.group(1)) in PHYS_STATES:
-        return PHYS_STATES[_int(match.group(1))]
+    raw, known = _numbered_state(text, PHYS_STATES)
+    if raw is None or known:
+        return known
     word = re.sub(r"\(\d+\)", "", raw).strip()
     return _PHYS_BY_KEY.get(word.lower(), _PHYS_BY_KEY.get(word.lower().replace(" ", ""), word))
 
