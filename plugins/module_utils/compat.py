@@ -171,8 +171,9 @@ def validate_matrix(matrix):
     Returns a list of human-readable error strings (empty when valid). Checks:
     top-level keys, every row's required keys and types, CUDA build lists, that
     default_cuda is one of the row's builds, that cudnn/nccl keys are builds of the
-    row, unique torch versions, that default_torch names a row, and the driver
-    tables (cuda_drivers, minor_version_compat).
+    row, unique torch versions, that default_torch names a row, the driver
+    tables (cuda_drivers, minor_version_compat) and, when present, system_stacks
+    (each cuda listed in cuda_drivers, quoted strings, non-empty sources).
     """
     errors = []
     if not isinstance(matrix, dict):
@@ -256,6 +257,39 @@ def validate_matrix(matrix):
         if not isinstance(entry, dict) or not isinstance(entry.get("cuda_major"), int) \
                 or not _is_version_str(entry.get("min_driver")):
             errors.append("minor_version_compat[%d] needs int cuda_major and quoted min_driver" % idx)
+    errors.extend(_system_stack_errors(matrix.get("system_stacks"), drivers))
+    return errors
+
+
+def _system_stack_errors(stacks, drivers):
+    """Errors in the optional ``system_stacks`` list (see data/compat_matrix.yml)."""
+    if stacks is None:
+        return []
+    if not isinstance(stacks, list):
+        return ["system_stacks must be a list"]
+    errors = []
+    known = set(entry.get("cuda") for entry in drivers if isinstance(entry, dict))
+    seen = set()
+    for idx, entry in enumerate(stacks):
+        where = "system_stacks[%d]" % idx
+        if not isinstance(entry, dict):
+            errors.append("%s is not a mapping" % where)
+            continue
+        cuda = entry.get("cuda")
+        if not isinstance(cuda, str) or cuda not in known:
+            errors.append("%s: cuda %r must be a quoted CUDA build listed in cuda_drivers" % (where, cuda))
+        if cuda in seen:
+            errors.append("%s: cuda %r listed twice" % (where, cuda))
+        seen.add(cuda)
+        branch = entry.get("driver_branch")
+        if not isinstance(branch, str) or not branch.isdigit():
+            errors.append("%s: driver_branch must be a quoted integer such as \"580\", got %r" % (where, branch))
+        for lib in ("cudnn", "nccl"):
+            value = entry.get(lib)
+            if value is not None and not _is_version_str(value):
+                errors.append("%s: %s must be a quoted version or null" % (where, lib))
+        if not isinstance(entry.get("sources"), list) or not entry.get("sources"):
+            errors.append("%s: sources must be a non-empty list of URLs" % where)
     return errors
 
 

@@ -276,5 +276,5 @@ def test_a_wrong_row_is_caught(row, expected, options):
 def test_a_variable_read_by_no_role_of_the_template_is_caught(options):
     row = {"variable": "ddp_torch_version", "type": "multiplechoice", "choices": ["2.1.0"], "default": "2.1.0",
            "required": True}
-    problems = question_problems(row, {"nvidia_driver", "cudnn"}, options, matrix_domains())
+    problems = question_problems(row, {"firewall", "ssh_trust"}, options, matrix_domains())
     assert any("no role of" in p for p in problems), problems
