@@ -11,7 +11,7 @@ from __future__ import annotations
 testinfra_hosts = ["podman://ddp-gpu1"]
 
 REPO = "http://ddp-gpu-repo:8080/nvidia/debian12/x86_64/"
-KEYRING = "/etc/apt/keyrings/ddp-nvidia.asc"
+KEYRING = "/etc/apt/keyrings/ddp-nvidia-ddp-standin.asc"
 DRIVER = "580.95.05-1"
 CUDNN = "9.10.2.21-1"
 NCCL = "2.29.3-1+cuda12.6"

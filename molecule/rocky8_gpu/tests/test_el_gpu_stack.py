@@ -9,7 +9,7 @@ def test_repository_is_signed(host):
 
 
 def test_no_driver_was_installed(host):
-    # nvidia_driver refused (KERNEL_DEVEL_MISSING) before any change.
+    # nvidia_driver refused (KERNEL_DEVEL_UNAVAILABLE) before any change.
     assert not host.file("/etc/modprobe.d/ddp-blacklist-nouveau.conf").exists
     assert not host.package("kmod-nvidia-open-dkms").is_installed
 
