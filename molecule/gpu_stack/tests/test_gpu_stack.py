@@ -105,6 +105,16 @@ def test_real_dkms_and_kernel_headers(host):
     assert _installed(host, "linux-headers-%s" % uname_r)
 
 
+def test_headers_of_the_kernel_the_next_boot_starts(host):
+    # The node's only kernel in /boot (the Debian cloud kernel of prepare.yml) is not the running one: the role
+    # installs its real headers too, so DKMS builds the module for the kernel that boots next.
+    kernels = host.check_output("ls /boot | sed -n 's/^vmlinuz-//p'").split()
+    assert kernels
+    newest = host.check_output("ls /boot | sed -n 's/^vmlinuz-//p' | sort -V | tail -n 1")
+    assert _installed(host, "linux-headers-%s" % newest)
+    assert STANDIN not in host.check_output("dpkg-query -W -f '${Description}' linux-headers-%s" % newest)
+
+
 def test_persistenced_enabled(host):
     # The role starts the daemon only where the nvidia module is loaded (NVIDIA's daemon exits without it);
     # here no module can load, so it is enabled for the next boot and left stopped.
