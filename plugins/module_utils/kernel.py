@@ -138,16 +138,18 @@ def secure_boot_problems(state, signing_configured):
     """Problems when Secure Boot would reject an unsigned NVIDIA module.
 
     :param state: :func:`parse_mokutil_sb_state` result.
-    :param signing_configured: the role signs the module with an enrolled MOK key
-        (nvidia_driver_secure_boot_signing).
+    :param signing_configured: the operator has set up module signing (nvidia_driver_secure_boot_signing):
+        DKMS >= 3.0 signs the modules it builds with /var/lib/dkms/mok.key, and its certificate
+        /var/lib/dkms/mok.pub is enrolled as a MOK. The role does not create or enrol keys.
     :returns: ``[]``, or one ``SECURE_BOOT_UNSIGNED`` problem: an error when Secure Boot is enabled
         (the kernel refuses the module: "Key was rejected by service"), a warning when the state is
         unknown.
     """
     if signing_configured or state in ("disabled", "unsupported"):
         return []
-    fix = ("set nvidia_driver_secure_boot_signing: true and enrol the signing key (mokutil --import <key.der>, "
-           "then confirm it in MokManager at the next boot), or disable Secure Boot in the firmware")
+    fix = ("enrol DKMS's signing certificate (DKMS >= 3.0 signs with /var/lib/dkms/mok.key: mokutil --import "
+           "/var/lib/dkms/mok.pub, then confirm it in MokManager on the console at the next boot) and set "
+           "nvidia_driver_secure_boot_signing: true, or disable Secure Boot in the firmware")
     if state == "enabled":
         return [problem(
             "SECURE_BOOT_UNSIGNED", "error", "Secure Boot",
