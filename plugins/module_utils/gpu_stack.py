@@ -862,15 +862,27 @@ def _plan_driver(row, cuda, min_driver, floor, branch, problems):
             "flavor_reason": None, "stream": None, "packages": [], "lock": [], "pin_glob": None}
 
 
-def _plan_cudnn(os_family, row, stack, cuda, requested, problems):
-    version = _auto_or(requested) or (row or {}).get("cudnn") or stack.get("cudnn")
+def _library_version(key, variable, label, fix, row, stack, cuda, requested, problems):
+    """The cuDNN / NCCL version: the request, else the system_stacks row, else the torch row.
+
+    None (unconfirmed in the matrix) appends GPU_STACK_UNKNOWN_VERSION with ``fix``.
+    """
+    version = _auto_or(requested) or (row or {}).get(key) or stack.get(key)
     if version is None:
         problems.append(_problem(
-            "GPU_STACK_UNKNOWN_VERSION", VAR_CUDNN,
-            "no cuDNN version is known for torch %s with CUDA %s (the matrix has null there: unconfirmed)"
-            % (stack.get("torch"), cuda),
-            "Set %s to the cuDNN that torch %s+%s uses (PyTorch RELEASE.md), or add it to data/compat_matrix.yml "
-            "with its source." % (VAR_CUDNN, stack.get("torch"), stack.get("cuda_tag") or cuda)))
+            "GPU_STACK_UNKNOWN_VERSION", variable,
+            "no %s version is known for torch %s with CUDA %s (the matrix has null there: unconfirmed)"
+            % (label, stack.get("torch"), cuda), fix))
+    return version
+
+
+def _plan_cudnn(os_family, row, stack, cuda, requested, problems):
+    version = _library_version(
+        "cudnn", VAR_CUDNN, "cuDNN",
+        "Set %s to the cuDNN that torch %s+%s uses (PyTorch RELEASE.md), or add it to data/compat_matrix.yml "
+        "with its source." % (VAR_CUDNN, stack.get("torch"), stack.get("cuda_tag") or cuda),
+        row, stack, cuda, requested, problems)
+    if version is None:
         return {"version": None, "major": None, "names": [], "specs": []}
     try:
         packages = cudnn_packages(os_family, version, cuda)
@@ -883,15 +895,12 @@ def _plan_cudnn(os_family, row, stack, cuda, requested, problems):
 
 
 def _plan_nccl(os_family, row, stack, cuda, requested, problems):
-    version = _auto_or(requested) or (row or {}).get("nccl") or stack.get("nccl")
-    if version is None:
-        problems.append(_problem(
-            "GPU_STACK_UNKNOWN_VERSION", VAR_NCCL,
-            "no NCCL version is known for torch %s with CUDA %s (the matrix has null there: unconfirmed)"
-            % (stack.get("torch"), cuda),
-            "Set %s to an NCCL release with a CUDA %s build, or add it to data/compat_matrix.yml with its source."
-            % (VAR_NCCL, cuda.split(".")[0])))
-    else:
+    version = _library_version(
+        "nccl", VAR_NCCL, "NCCL",
+        "Set %s to an NCCL release with a CUDA %s build, or add it to data/compat_matrix.yml with its source."
+        % (VAR_NCCL, cuda.split(".")[0]),
+        row, stack, cuda, requested, problems)
+    if version is not None:
         try:
             version_tuple(version)
         except ValueError:
