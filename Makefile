@@ -11,7 +11,7 @@ NODES ?= 3
 export ANSIBLE_FORCE_COLOR ?= 0
 export PATH := $(abspath $(BIN)):$(PATH)
 
-APT_PACKAGES := podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables git iperf3
+APT_PACKAGES := podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables git iperf3 shellcheck
 
 .PHONY: demo test deps venv cluster cluster-down site lint sanity unit cluster-tests gpu-stack-test clean
 
@@ -20,7 +20,8 @@ demo: venv cluster site
 deps: .cache/deps.stamp
 .cache/deps.stamp:
 	@mkdir -p .cache
-	@if ! command -v podman >/dev/null || ! command -v debootstrap >/dev/null || ! command -v runc >/dev/null; then \
+	@if ! command -v podman >/dev/null || ! command -v debootstrap >/dev/null || ! command -v runc >/dev/null \
+	    || ! command -v shellcheck >/dev/null; then \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(APT_PACKAGES); fi
 	@# crun refuses hosts with the hybrid cgroup v1 layout: podman uses runc for our nodes (--runtime runc).
 	touch $@
@@ -41,8 +42,12 @@ cluster-down: venv
 site: venv
 	$(BIN)/ansible-playbook site.yml
 
+# Shell programs shipped to the nodes (ddp-env, ddp-torchrun.sbatch) are linted like the Python ones.
+SHIPPED_SHELL := $(shell grep -rlE '^.!/bin/(ba)?sh' roles/*/files)
+
 lint: venv
 	$(BIN)/yamllint -s .
+	shellcheck $(SHIPPED_SHELL)
 	$(BIN)/ansible-lint --profile production
 
 sanity: venv

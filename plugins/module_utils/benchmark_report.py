@@ -366,7 +366,7 @@ CSV_COLUMNS = (
     "run", "scopes", "variant", "run_id", "nodes", "processes", "model", "backend", "precision", "memory_format",
     "compile", "data", "batch_size_per_process", "global_batch_size", "lr", "lr_scaling", "global_images_per_s",
     "images_per_s_per_process", "speedup", "efficiency", "transport", "gdr", "torch", "cuda", "cudnn", "nccl",
-    "started_at", "finished_at",
+    "started_at", "finished_at", "slurm_job_id",
 )
 
 
@@ -432,6 +432,8 @@ def _matrix_row(name, item, run, result, base, versions, nccl):
         "nccl": versions.get("nccl"),
         "started_at": result.get("started_at"),
         "finished_at": result.get("finished_at"),
+        "slurm_job_id": (result.get("scheduler") or {}).get("job_id") or "",
+        "scheduler": result.get("scheduler") or {},
         "hosts": result.get("hosts", {}),
         "env": result.get("env", {}),
         "nccl_provenance": nccl,
@@ -488,10 +490,14 @@ def _pct(value):
 
 
 def render_matrix_table(rows):
-    """The scaling table of a matrix report as a Markdown pipe table (one line per run)."""
+    """The scaling table of a matrix report as a Markdown pipe table (one line per run).
+
+    A "Slurm job" column is added when any run was a Slurm job.
+    """
+    jobs = any(row.get("slurm_job_id") for row in rows)
     headers = ("run", "nodes", "processes", "model", "precision", "data", "global images/s",
-               "images/s per GPU/process", "speed-up", "efficiency", "transport")
-    right = (False, True, True, False, False, False, True, True, True, True, False)
+               "images/s per GPU/process", "speed-up", "efficiency", "transport") + (("Slurm job",) if jobs else ())
+    right = (False, True, True, False, False, False, True, True, True, True, False) + ((True,) if jobs else ())
     cells = []
     for row in rows:
         model = str(row["model"]).split(" (", maxsplit=1)[0]
@@ -502,7 +508,7 @@ def render_matrix_table(rows):
             str(row["data"]), "%.1f" % row["global_images_per_s"], "%.1f" % row["images_per_s_per_process"],
             "" if row["speedup"] is None else "%.2fx" % row["speedup"], _pct(row["efficiency"]),
             str(row["transport"] or ""),
-        ))
+        ) + ((str(row.get("slurm_job_id") or ""),) if jobs else ()))
     return _md_table(headers, right, cells)
 
 
@@ -575,6 +581,11 @@ def _provenance_lines(rows):
                      % (row["run"], row["run_id"], hosts, row["torch"], row["cuda"] or "-", row["cudnn"] or "-",
                         row["nccl"] or "-", row["batch_size_per_process"], row["global_batch_size"],
                         row["lr"], row["lr_scaling"], row["started_at"], row["finished_at"]))
+        if row["scheduler"]:
+            sched = row["scheduler"]
+            lines.append("  - %s job %s on %s (%s node(s), partition %s)"
+                         % (sched.get("name", "slurm").capitalize(), sched.get("job_id", "?"), sched.get("nodelist", "?"),
+                            sched.get("nodes", "?"), sched.get("partition", "?")))
         if row["backend"] == "nccl":
             if nccl["captured"]:
                 per_host = "; ".join("%s: %s%s" % (h, v["transport"] or "no network (P2P/SHM only)",

@@ -74,7 +74,8 @@ def restart_mol2():
 
 def test_node_lost_mid_run_is_named_and_nothing_is_left(restart_mol2):
     env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", MOLECULE_PROJECT_DIRECTORY=ROOT)
-    cmd = [PLAYBOOK_BIN, "-i", INVENTORY, "playbooks/benchmark.yml",
+    # torchrun launched by Ansible (test_slurm_faults.py covers the Slurm launcher).
+    cmd = [PLAYBOOK_BIN, "-i", INVENTORY, "playbooks/benchmark.yml", "-e", "ddp_benchmark_launcher=torchrun",
            "-e", '{"ddp_benchmark_scopes": ["all_nodes"], "ddp_benchmark_variants": []}',
            "-e", "ddp_benchmark_steps=100000", "-e", "ddp_benchmark_timeout=%d" % RUN_TIMEOUT,
            "-e", "ddp_benchmark_join_timeout=%d" % JOIN_TIMEOUT]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import glob
 import os
+import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -22,6 +23,27 @@ def emitted_codes():
             if name in ("problem", "_problem") and isinstance(first, ast.Constant) and isinstance(first.value, str):
                 codes.add(first.value)
     return codes
+
+
+def role_codes():
+    """Codes the roles and playbooks put in their messages as ``[CODE]``."""
+    codes = set()
+    paths = glob.glob(os.path.join(ROOT, "roles", "**", "*.yml"), recursive=True)
+    paths += glob.glob(os.path.join(ROOT, "playbooks", "*.yml"))
+    for path in paths:
+        with open(path) as handle:
+            codes.update(re.findall(r"\[([A-Z][A-Z0-9]*_[A-Z0-9_]+)\]", handle.read()))
+    return codes
+
+
+def test_role_codes_are_found():
+    assert {"SLURM_MUNGE_KEY_MISMATCH", "SLURM_JOB_FAILED", "PREFLIGHT_NO_NODES"} <= role_codes()
+
+
+def test_every_role_code_is_documented():
+    with open(os.path.join(ROOT, "docs", "troubleshooting.md")) as handle:
+        doc = handle.read()
+    assert sorted(code for code in role_codes() if code not in doc) == []
 
 
 def test_codes_are_found():

@@ -65,7 +65,7 @@ def test_firewall_allows_the_cluster_only(host):
 
 
 def test_benchmark_json_present(host):
-    files = host.check_output("ls -1 /var/tmp/ddp-bench/").split()
+    files = [f for f in host.check_output("ls -1 /var/tmp/ddp-bench/").split() if f.endswith(".json")]
     assert files, "no benchmark result on this node"
     result = json.loads(host.file("/var/tmp/ddp-bench/" + sorted(files)[-1]).content_string)
     assert result["world_size"] == 2

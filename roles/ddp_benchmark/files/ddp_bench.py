@@ -57,6 +57,9 @@ ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "GLOO_")
 # Other launch variables kept as provenance in "launch_env".
 LAUNCH_ENV_PREFIXES = ("TORCH_", "HOROVOD_", "TORCHELASTIC_")
 LAUNCH_ENV_EXACT = ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
+# Slurm's job provenance, when the run is a Slurm job (ddp-torchrun.sbatch): kept in "scheduler".
+SLURM_ENV = (("SLURM_JOB_ID", "job_id"), ("SLURM_JOB_NODELIST", "nodelist"), ("SLURM_JOB_NUM_NODES", "nodes"),
+             ("SLURM_JOB_PARTITION", "partition"), ("SLURM_CLUSTER_NAME", "cluster"))
 SMALL_CNN_NAME = "small_cnn (torch.nn, 4 conv layers, CPU stand-in for ResNet-50)"
 RESNET50_NAME = "resnet50 (torchvision.models, random init)"
 FAKEDATA_NAME = ("torchvision FakeData + RandomResizedCrop/RandomHorizontalFlip/ToTensor/Normalize "
@@ -321,6 +324,15 @@ def collect_launch_env(environ):
     """Other TORCH_*, TORCHELASTIC_*, HOROVOD_* variables, OMP_NUM_THREADS, CUDA_VISIBLE_DEVICES, LD_LIBRARY_PATH."""
     return {k: environ[k] for k in sorted(environ)
             if (k.startswith(LAUNCH_ENV_PREFIXES) and not k.startswith(ENV_PREFIXES)) or k in LAUNCH_ENV_EXACT}
+
+
+def collect_scheduler(environ):
+    """``{"name": "slurm", "job_id", "nodelist", ...}`` inside a Slurm job, else None."""
+    if not environ.get("SLURM_JOB_ID"):
+        return None
+    out = {"name": "slurm"}
+    out.update({key: environ[name] for name, key in SLURM_ENV if environ.get(name)})
+    return out
 
 
 def torch_versions(torch):
@@ -601,6 +613,7 @@ def run(args, layout):
                 "lr_reference_batch": reference, "lr": round(lr, 8),
                 "nccl_debug_capture": nccl_log is not None,
                 "runtime_versions": runtime_versions(), "launch_env": collect_launch_env(os.environ),
+                "scheduler": collect_scheduler(os.environ),
             }
             result = build_result(args, layout, gathered, model_name, model_note, backend,
                                   torch.cuda.get_device_name(device) if on_gpu else "cpu",

@@ -338,6 +338,26 @@ def test_build_report_markdown_has_rows_efficiency_and_provenance():
     assert report["started_at"] == "2026-11-30T05:30:37Z"
 
 
+def test_slurm_runs_carry_their_job_id_into_table_csv_and_provenance():
+    runs = _runs((["1 process", "1 node"], None, 1, 1, 839.2), (["all nodes"], None, 3, 3, 1104.1))
+    for index, item in enumerate(runs):
+        item["result"]["scheduler"] = {"name": "slurm", "job_id": str(41 + index), "nodelist": "ddp-node[1-3]",
+                                       "nodes": str(item["result"]["nnodes"]), "partition": "ddp"}
+    report = build_report(runs, "20261201T040000Z", "0.2.0", launcher="slurm")
+    header = report["table"].splitlines()[0]
+    assert header.rstrip(" |").endswith("Slurm job")
+    assert re.search(r"\| all nodes +\|.*\| +42 \|$", report["table"], re.M), report["table"]
+    assert "- Slurm job 42 on ddp-node[1-3] (3 node(s), partition ddp)" in report["markdown"]
+    csv_lines = report["csv"].splitlines()
+    assert csv_lines[0].endswith(",slurm_job_id") and csv_lines[-1].endswith(",42")
+    assert "launcher slurm" in report["markdown"]
+
+
+def test_runs_without_slurm_have_no_job_column():
+    report = build_report(_runs((["all nodes"], None, 3, 3, 1104.1)), "m", "0.2.0")
+    assert "Slurm job" not in report["table"] and "Slurm job" not in report["markdown"]
+
+
 @pytest.mark.parametrize("now, before, threshold, regressions, changes", [
     ([("all nodes", 900.0)], [("all nodes", 1000.0)], 0.10, 0, [-0.10]),     # exactly 10 %: not above
     ([("all nodes", 880.0)], [("all nodes", 1000.0)], 0.10, 1, [-0.12]),

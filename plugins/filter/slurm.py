@@ -1,0 +1,69 @@
+# Copyright: ddp.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the slurm role: thin wrappers over plugins/module_utils/slurm.py (pure, unit-tested)."""
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.ddp.cluster.plugins.module_utils import slurm
+
+
+def _wrap(func, *args, **kwargs):
+    try:
+        return func(*args, **kwargs)
+    except slurm.SlurmParseError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def slurm_node_entry(slurmd_c_text, gpus=None, mem_reserve_mb=1024, gpu_type=None, addr=None):
+    """{name, line, gres, gpus, gres_type} of one node from `slurmd -C` and its GPUs."""
+    parsed = _wrap(slurm.parse_slurmd_c, slurmd_c_text)
+    return _wrap(slurm.node_entry, parsed, gpus or [], int(mem_reserve_mb), gpu_type or None, addr or None)
+
+
+def slurm_process_tracking(facts, cgroup_fs_writable=True, choice="auto"):
+    """{mode, proctrack, task, jobacct, reason} for a node from its ansible_facts."""
+    facts = facts or {}
+    return _wrap(slurm.process_tracking, facts.get("virtualization_type"), facts.get("virtualization_role"),
+                 bool(cgroup_fs_writable), choice)
+
+
+def slurm_node_states(sinfo_text):
+    """{node: {state, raw, responding, drain, reason, ours}} from `sinfo -h -N -o '%N|%T|%E'`."""
+    return _wrap(slurm.parse_sinfo_nodes, sinfo_text)
+
+
+def slurm_unavailable(states, nodes=None):
+    """[{node, state, reason}] of the nodes (all, or those given) that cannot run jobs."""
+    return slurm.unavailable_nodes(states or {}, nodes)
+
+
+def slurm_drain_plan(states, errors):
+    """{drain: {node: reason}, resume: [...], operator: [...], unchanged: [...]} for the health verdicts."""
+    if not isinstance(errors, dict):
+        raise AnsibleFilterError("slurm_drain_plan expects {node: [codes]}, got %s" % type(errors).__name__)
+    return slurm.drain_plan(states or {}, errors)
+
+
+def slurm_account_problems(passwd_text, group_text, wanted, node):
+    """ACCOUNT_ID_MISMATCH problems of one node from its `getent passwd` / `getent group`."""
+    return slurm.account_problems(node, passwd_text, group_text, wanted or [])
+
+
+def slurm_job_failure_nodes(job_nodes, states, job_output=""):
+    """[{node, why}] a failed job points at, from Slurm's state and srun's messages."""
+    return slurm.job_failure_nodes(list(job_nodes or []), states or {}, job_output or "")
+
+
+class FilterModule(object):
+    """ddp.cluster slurm filters."""
+
+    def filters(self):
+        return {
+            "slurm_node_entry": slurm_node_entry,
+            "slurm_process_tracking": slurm_process_tracking,
+            "slurm_node_states": slurm_node_states,
+            "slurm_unavailable": slurm_unavailable,
+            "slurm_drain_plan": slurm_drain_plan,
+            "slurm_account_problems": slurm_account_problems,
+            "slurm_job_failure_nodes": slurm_job_failure_nodes,
+        }

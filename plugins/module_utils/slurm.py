@@ -1,0 +1,271 @@
+# Copyright: ddp.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure logic of the slurm role: node definitions, accounts, node states, drains.
+
+No I/O here: the role runs Slurm's own commands (``slurmd -C``, ``sinfo``, ``scontrol``, ``getent``)
+and hands their text to these functions (through the filters in ``plugins/filter/slurm.py``).
+Sources for the formats: slurm.conf(5), gres.conf(5), sinfo(1) and scontrol(1) of Slurm 22.05.8
+(Debian 12); the fixtures in ``tests/unit/fixtures/slurm/`` are outputs captured on real nodes.
+"""
+from __future__ import annotations
+
+import re
+
+from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
+
+# The reason prefix of drains this collection sets; only those are ever resumed by it.
+DRAIN_PREFIX = "ddp:"
+
+# Hardware keys of `slurmd -C` that go into a NodeName line (slurm.conf(5), "NODE CONFIGURATION").
+_HARDWARE_KEYS = ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore", "RealMemory")
+
+# Words of an NVIDIA product name that say nothing about the GPU model.
+_GPU_NAME_NOISE = {"nvidia", "tesla", "geforce", "quadro", "rtx"}
+
+# Container kinds that cannot delegate cgroups to slurmd (ansible_facts virtualization_type).
+CONTAINER_TYPES = ("podman", "docker", "container", "containerd", "lxc", "openvz", "systemd-nspawn", "wsl")
+
+
+class SlurmParseError(ValueError):
+    """Raised when a command's output is not in the format the parser reads."""
+
+
+def parse_slurmd_c(text):
+    """Parse ``slurmd -C`` (slurmd(8): print the node's hardware as a slurm.conf line).
+
+    :param text: the command's stdout, e.g. ``NodeName=n1 CPUs=2 Boards=1 SocketsPerBoard=1
+        CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24105`` and an ``UpTime=`` line.
+    :returns: dict with ``NodeName`` (str) and the hardware keys as ints (RealMemory in MiB).
+    :raises SlurmParseError: when the NodeName line or a hardware key is missing.
+    """
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line.startswith("NodeName="):
+            continue
+        pairs = dict(item.split("=", 1) for item in line.split() if "=" in item)
+        missing = [k for k in _HARDWARE_KEYS if k not in pairs]
+        if missing:
+            raise SlurmParseError("slurmd -C: the NodeName line lacks %s: %r" % (", ".join(missing), line))
+        try:
+            out = {k: int(pairs[k]) for k in _HARDWARE_KEYS}
+        except ValueError:
+            raise SlurmParseError("slurmd -C: a hardware value is not a number: %r" % line)
+        out["NodeName"] = pairs["NodeName"]
+        return out
+    raise SlurmParseError("slurmd -C printed no NodeName= line (is this slurmd's output?): %r" % (text or "")[:200])
+
+
+def gres_type(gpu_name):
+    """The gres Type of a GPU from its product name, lower case (``a100``, ``h100``, ``v100``).
+
+    ``NVIDIA A100-SXM4-80GB`` -> ``a100``; ``NVIDIA H100 80GB HBM3`` -> ``h100``;
+    ``Tesla V100-SXM2-32GB`` -> ``v100``; ``NVIDIA GeForce RTX 4090`` -> ``4090``. Empty or unknown
+    names give ``gpu``. Slurm only needs the same string in slurm.conf ``Gres=`` and gres.conf ``Type=``.
+    """
+    words = [w for w in re.split(r"[\s]+", str(gpu_name or "").strip()) if w]
+    words = [w for w in words if w.lower() not in _GPU_NAME_NOISE]
+    if not words:
+        return "gpu"
+    token = re.split(r"[-_]", words[0])[0].lower()
+    token = re.sub(r"[^a-z0-9.]", "", token)
+    return token or "gpu"
+
+
+def node_entry(slurmd_c, gpus=None, mem_reserve_mb=1024, gpu_type=None, addr=None):
+    """One node of slurm.conf and gres.conf from its ``slurmd -C`` and its GPUs.
+
+    :param slurmd_c: the dict of :func:`parse_slurmd_c`.
+    :param gpus: list of ``{"index": int, "name": str}`` (``nvidia-smi --query-gpu=index,name``); [] or None: no GPU.
+    :param mem_reserve_mb: MiB kept back from RealMemory for the OS and the daemons (>= 0).
+    :param gpu_type: the gres Type to use instead of the one derived from the names.
+    :param addr: NodeAddr (an address the controller reaches it on); None or '' leaves it out.
+    :returns: dict with ``name``, ``line`` (the slurm.conf NodeName line), ``gres`` (gres.conf lines),
+        ``gpus`` (count), ``gres_type`` and ``mem_per_cpu`` (MiB, for DefMemPerCPU).
+    """
+    gpus = sorted(gpus or [], key=lambda g: int(g["index"]))
+    memory = max(1, int(slurmd_c["RealMemory"]) - max(0, int(mem_reserve_mb)))
+    kind = gpu_type or (gres_type(gpus[0].get("name")) if gpus else None)
+    names = {gres_type(g.get("name")) for g in gpus}
+    if gpus and not gpu_type and len(names) > 1:
+        raise SlurmParseError("node %s has GPUs of several models (%s): set slurm_gres_type for it"
+                              % (slurmd_c["NodeName"], ", ".join(sorted(names))))
+    parts = ["NodeName=%s" % slurmd_c["NodeName"]]
+    if addr:
+        parts.append("NodeAddr=%s" % addr)
+    parts += ["%s=%d" % (k, slurmd_c[k]) for k in _HARDWARE_KEYS if k != "RealMemory"]
+    parts.append("RealMemory=%d" % memory)
+    if gpus:
+        parts.append("Gres=gpu:%s:%d" % (kind, len(gpus)))
+    gres = ["NodeName=%s Name=gpu Type=%s File=/dev/nvidia%d" % (slurmd_c["NodeName"], kind, int(g["index"]))
+            for g in gpus]
+    return {"name": slurmd_c["NodeName"], "line": " ".join(parts), "gres": gres, "gpus": len(gpus),
+            "gres_type": kind, "mem_per_cpu": max(1, memory // max(1, int(slurmd_c["CPUs"])))}
+
+
+def process_tracking(virtualization_type, virtualization_role, cgroup_fs_writable, choice="auto"):
+    """ProctrackType / TaskPlugin / JobAcctGatherType for a node.
+
+    cgroups on hosts (``proctrack/cgroup``, ``task/cgroup,task/affinity``: what DeepOps, stackhpc and
+    Azure use); in a container, where cgroups cannot be delegated to slurmd, ``proctrack/linuxproc`` with
+    ``task/none`` (``task/affinity`` fails with EPERM for non-root job steps in podman containers; tested
+    on this project's local nodes) and ``jobacct_gather/linux``.
+
+    :param choice: ``auto``, ``cgroup`` or ``linuxproc`` (the role's slurm_process_tracking).
+    :returns: dict ``mode`` (cgroup|linuxproc), ``proctrack``, ``task``, ``jobacct``, ``reason``.
+    """
+    in_container = virtualization_role == "guest" and str(virtualization_type) in CONTAINER_TYPES
+    if choice == "auto":
+        if in_container or not cgroup_fs_writable:
+            mode = "linuxproc"
+            reason = ("a %s container" % virtualization_type) if in_container else "/sys/fs/cgroup is not writable"
+        else:
+            mode, reason = "cgroup", "cgroups can be delegated"
+    elif choice in ("cgroup", "linuxproc"):
+        mode, reason = choice, "set by slurm_process_tracking"
+    else:
+        raise SlurmParseError("slurm_process_tracking must be auto, cgroup or linuxproc, not %r" % choice)
+    if mode == "cgroup":
+        return {"mode": mode, "proctrack": "proctrack/cgroup", "task": "task/cgroup,task/affinity",
+                "jobacct": "jobacct_gather/cgroup", "reason": reason}
+    return {"mode": mode, "proctrack": "proctrack/linuxproc", "task": "task/none",
+            "jobacct": "jobacct_gather/linux", "reason": reason}
+
+
+def parse_sinfo_nodes(text):
+    """Parse ``sinfo -h -N -o '%N|%T|%E'`` into {node: state dict}.
+
+    A node listed in several partitions appears once. Each state dict has ``state`` (the long state
+    without flags, e.g. ``idle``, ``drained``, ``down``), ``raw``, ``responding`` (False when sinfo
+    marks it with ``*``), ``drain`` (drained or draining), ``reason`` ('' for ``none``) and ``ours``
+    (a drain whose reason starts with ``ddp:``).
+
+    :raises SlurmParseError: on a line without the three ``|`` separated fields.
+    """
+    out = {}
+    for line in (text or "").splitlines():
+        if not line.strip():
+            continue
+        fields = line.split("|", 2)
+        if len(fields) != 3 or not fields[0].strip() or not fields[1].strip():
+            raise SlurmParseError("sinfo -N -o '%%N|%%T|%%E': unexpected line %r" % line)
+        name, raw, reason = (f.strip() for f in fields)
+        state = raw.rstrip("*~#!%$@^-").lower()
+        reason = "" if reason == "none" else reason
+        drain = state.startswith("drain") or "drain" in state
+        out[name] = {"state": state, "raw": raw, "responding": not raw.endswith("*"), "drain": drain,
+                     "reason": reason, "ours": drain and reason.startswith(DRAIN_PREFIX)}
+    return out
+
+
+def unavailable_nodes(states, nodes=None):
+    """Nodes (of ``nodes``, or all) that cannot run jobs: not responding, down, drained, failing, unknown.
+
+    :returns: list of {"node", "state", "reason"} sorted by node; a node missing from sinfo is listed
+        with state ``missing``.
+    """
+    out = []
+    for node in sorted(nodes if nodes is not None else states):
+        st = states.get(node)
+        if st is None:
+            out.append({"node": node, "state": "missing", "reason": "not in sinfo (not in slurm.conf?)"})
+        elif (not st["responding"] or st["drain"] or st["state"].startswith(("down", "fail", "unk", "inval",
+                                                                                  "future", "maint"))):
+            out.append({"node": node, "state": st["raw"], "reason": st["reason"]})
+    return out
+
+
+def drain_plan(states, errors, prefix=DRAIN_PREFIX):
+    """What the health stage does to Slurm's node states.
+
+    :param states: :func:`parse_sinfo_nodes` output.
+    :param errors: {slurm node name: [problem codes at error severity]} for every node checked ([] = healthy).
+    :returns: dict ``drain`` ({node: reason}), ``resume`` ([node]), ``operator`` ([node]: drained by
+        someone else, left alone), ``unchanged`` ([node]).
+        A node with errors is drained with ``ddp:<CODE>[,<CODE>...]`` unless an operator's drain is
+        already on it; a healthy node drained with our prefix is resumed; nothing else is touched
+        (DeepOps PR #804: a re-run must not undo drains it did not set).
+    """
+    plan = {"drain": {}, "resume": [], "operator": [], "unchanged": []}
+    for node in sorted(errors):
+        codes = sorted(set(errors[node] or []))
+        st = states.get(node)
+        if st is None:
+            continue
+        if st["drain"] and not st["ours"]:
+            plan["operator"].append(node)
+        elif codes:
+            reason = prefix + ",".join(codes)
+            if st["drain"] and st["reason"] == reason:
+                plan["unchanged"].append(node)
+            else:
+                plan["drain"][node] = reason
+        elif st["drain"] and st["ours"]:
+            plan["resume"].append(node)
+        else:
+            plan["unchanged"].append(node)
+    return plan
+
+
+def parse_getent(text):
+    """Parse ``getent passwd`` or ``getent group`` lines into {name: id}."""
+    out = {}
+    for line in (text or "").splitlines():
+        fields = line.split(":")
+        if len(fields) >= 3 and fields[2].strip().isdigit():
+            out[fields[0]] = int(fields[2])
+    return out
+
+
+def account_problems(node, passwd_text, group_text, wanted):
+    """Accounts on one node whose ids differ from the ones the cluster needs.
+
+    :param node: the node's name (for the subject).
+    :param passwd_text: ``getent passwd`` output of the node; ``group_text`` likewise for groups.
+    :param wanted: list of {"name", "uid", "gid", "variable"}: an account that must have these ids
+        everywhere (Slurm and munge compare uids across nodes: munge.7, slurm.conf(5) SlurmUser).
+    :returns: problems with code ``ACCOUNT_ID_MISMATCH``: the name exists with another id, or the id is
+        taken by another name. An account that does not exist yet is fine (it will be created).
+    """
+    users = parse_getent(passwd_text)
+    groups = parse_getent(group_text)
+    by_uid = {v: k for k, v in users.items()}
+    by_gid = {v: k for k, v in groups.items()}
+    out = []
+    for acc in wanted:
+        name, uid, gid, var = acc["name"], int(acc["uid"]), int(acc["gid"]), acc.get("variable", "")
+        for kind, table, reverse, want in (("user", users, by_uid, uid), ("group", groups, by_gid, gid)):
+            have = table.get(name)
+            holder = reverse.get(want)
+            if have is not None and have != want:
+                out.append(problem(
+                    "ACCOUNT_ID_MISMATCH", "error", "%s: %s %s" % (node, kind, name),
+                    "%s %s has id %d on %s, the cluster needs %d on every node" % (kind, name, have, node, want),
+                    "set %s to %d everywhere (if that id is free on every node), or renumber the %s on %s "
+                    "(usermod -u / groupmod -g, then chown its files) before running the scheduler stage"
+                    % (var, have, kind, node)))
+            elif have is None and holder is not None and holder != name:
+                out.append(problem(
+                    "ACCOUNT_ID_MISMATCH", "error", "%s: %s %s" % (node, kind, name),
+                    "id %d for %s %s is already taken on %s by %s" % (want, kind, name, node, holder),
+                    "choose another %s that is free on every node" % var))
+    return out
+
+
+def job_failure_nodes(job_nodes, states, job_output=""):
+    """The nodes a failed Slurm job points at, from Slurm's own state and srun's messages.
+
+    :param job_nodes: the job's nodes (``scontrol show hostnames <NodeList>``).
+    :param states: :func:`parse_sinfo_nodes` output read after the job ended.
+    :param job_output: the batch script's output; srun names a node in lines like
+        ``srun: error: Task launch for StepId=5.0 failed on node n3: Communication connection failure``.
+    :returns: list of {"node", "why"} in job order (empty when nothing names a node).
+    """
+    named = {}
+    for match in re.finditer(r"(?:failed on node|on host|node) (\S+?):\s*(.+)", job_output or ""):
+        node = match.group(1)
+        if node in job_nodes and node not in named:
+            named[node] = "srun: " + match.group(2).strip()
+    for bad in unavailable_nodes(states, job_nodes):
+        why = "Slurm state %s%s" % (bad["state"], (" (%s)" % bad["reason"]) if bad["reason"] else "")
+        named[bad["node"]] = (named[bad["node"]] + "; " + why) if bad["node"] in named else why
+    return [{"node": n, "why": named[n]} for n in job_nodes if n in named]

@@ -1,0 +1,153 @@
+"""Slurm on the running Molecule nodes (ddp-mol1 = controller, ddp-mol2): faults and node states, end to end.
+
+- slurmd stopped on ddp-mol2: the benchmark launched through Slurm fails within its timeout, names
+  ddp-mol2 from Slurm's state, and leaves no job and no process behind;
+- a health error injected on ddp-mol2 only (an NCCL_SOCKET_IFNAME that names no interface of that
+  node, through a host_vars file): the health stage drains ddp-mol2 with reason ``ddp:IFNAME_NOT_FOUND``,
+  and a healthy run afterwards resumes it;
+- an operator's drain is left alone by a healthy health run.
+
+They need the nodes `molecule test -s local` leaves running (``make test``); without them they are
+skipped, saying why. Each test restores what it changed.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+INVENTORY = os.path.join(ROOT, "molecule", "local", "inventory", "nodes")
+PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+NODES = ("ddp-mol1", "ddp-mol2")
+RUN_TIMEOUT = 120
+
+
+def _running(name):
+    proc = subprocess.run(["podman", "container", "inspect", "-f", "{{.State.Running}}", name],
+                          capture_output=True, text=True, check=False)
+    return proc.returncode == 0 and proc.stdout.strip() == "true"
+
+
+def _slurm_on_nodes():
+    proc = subprocess.run(["podman", "exec", "ddp-mol1", "sinfo", "-h"], capture_output=True, text=True, check=False)
+    return proc.returncode == 0
+
+
+pytestmark = [
+    pytest.mark.skipif(not all(_running(n) for n in NODES),
+                       reason="the Molecule nodes ddp-mol1/ddp-mol2 are not running (make test starts them)"),
+    pytest.mark.skipif(not all(_running(n) for n in NODES) or not _slurm_on_nodes(),
+                       reason="Slurm is not set up on the Molecule nodes (ddp_scheduler: slurm, scheduler stage)"),
+]
+
+
+def podman_exec(node, *argv, check=True):
+    return subprocess.run(["podman", "exec", node] + list(argv), capture_output=True, text=True, check=check)
+
+
+def run_playbook(playbook, *extra, inventory=INVENTORY, timeout=900):
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", MOLECULE_PROJECT_DIRECTORY=ROOT)
+    cmd = [PLAYBOOK_BIN, "-i", inventory] + list(extra) + [playbook]
+    start = time.time()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    return proc, time.time() - start
+
+
+def node_states():
+    """{node: (state, reason)} from sinfo on the controller."""
+    out = podman_exec("ddp-mol1", "sinfo", "-h", "-N", "-o", "%N|%T|%E").stdout
+    states = {}
+    for line in out.splitlines():
+        name, state, reason = line.split("|", 2)
+        states[name] = (state, reason)
+    return states
+
+
+def wait_until(predicate, timeout, step=1.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return False
+
+
+def bench_processes(node):
+    out = podman_exec(node, "ps", "-eo", "args", check=False).stdout
+    return [line for line in out.splitlines() if "ddp_bench" in line or "torchrun" in line]
+
+
+def our_jobs():
+    return podman_exec("ddp-mol1", "squeue", "-h", "-o", "%i %j", check=False).stdout.split("\n")
+
+
+def test_slurmd_stopped_on_one_node_fails_the_slurm_run_naming_it():
+    podman_exec("ddp-mol2", "systemctl", "stop", "slurmd")
+    try:
+        proc, elapsed = run_playbook(
+            "playbooks/benchmark.yml", "-e", "ddp_benchmark_launcher=slurm",
+            "-e", '{"ddp_benchmark_scopes": ["all_nodes"], "ddp_benchmark_variants": []}',
+            "-e", "ddp_benchmark_timeout=%d" % RUN_TIMEOUT, "-e", "ddp_benchmark_join_timeout=30")
+    finally:
+        podman_exec("ddp-mol2", "systemctl", "start", "slurmd")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    assert "[SLURM_JOB_FAILED]" in out, out[-4000:]
+    assert re.search(r"- ddp-mol2: .*(srun|Slurm state)", out), out[-4000:]
+    assert "- ddp-mol1:" not in out, out[-4000:]
+    assert elapsed < RUN_TIMEOUT + 240, "took %.0f s" % elapsed
+    assert [j for j in our_jobs() if "ddp-bench" in j] == [], our_jobs()
+    assert bench_processes("ddp-mol1") == [] and bench_processes("ddp-mol2") == []
+    # slurmd is back: the node registers again (ReturnToService=2) and takes jobs.
+    assert wait_until(lambda: node_states().get("ddp-mol2", ("",))[0] == "idle", 180, 3), node_states()
+
+
+@pytest.fixture
+def bad_ifname_inventory(tmp_path):
+    """The Molecule inventory plus host_vars/ddp-mol2.yml naming an interface ddp-mol2 does not have."""
+    inv = tmp_path / "inventory"
+    shutil.copytree(INVENTORY, inv, symlinks=False)
+    (inv / "host_vars").mkdir()
+    (inv / "host_vars" / "ddp-mol2.yml").write_text("---\nddp_nccl_socket_ifname: nosuch0\n")
+    return str(inv)
+
+
+def test_health_error_drains_the_node_then_a_healthy_run_resumes_it(bad_ifname_inventory):
+    assert node_states()["ddp-mol2"][0] == "idle", node_states()
+    proc, _elapsed = run_playbook("playbooks/health.yml", inventory=bad_ifname_inventory)
+    out = proc.stdout + proc.stderr
+    try:
+        assert proc.returncode != 0, out[-3000:]
+        assert "Health errors on ddp-mol2: IFNAME_NOT_FOUND" in out, out[-3000:]
+        state, reason = node_states()["ddp-mol2"]
+        assert state.startswith("drain") and reason == "ddp:IFNAME_NOT_FOUND", (state, reason)
+        assert node_states()["ddp-mol1"][0] == "idle", node_states()
+        # Re-running with the problem still there keeps it drained (and changes nothing).
+        again, _ = run_playbook("playbooks/health.yml", inventory=bad_ifname_inventory)
+        assert again.returncode != 0
+        assert node_states()["ddp-mol2"][1] == "ddp:IFNAME_NOT_FOUND"
+        # Fixed (the normal inventory): healthy again, so the drain this collection set is lifted.
+        healthy, _ = run_playbook("playbooks/health.yml")
+        assert healthy.returncode == 0, (healthy.stdout + healthy.stderr)[-3000:]
+        assert node_states()["ddp-mol2"] == ("idle", "none"), node_states()
+    finally:
+        podman_exec("ddp-mol1", "scontrol", "update", "NodeName=ddp-mol2", "State=RESUME", check=False)
+
+
+def test_operator_drain_is_left_alone_by_a_healthy_run():
+    podman_exec("ddp-mol1", "scontrol", "update", "NodeName=ddp-mol2", "State=DRAIN", "Reason=swap disk")
+    try:
+        proc, _elapsed = run_playbook("playbooks/health.yml")
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out[-3000:]
+        assert "Drained by someone else, left as it is: ddp-mol2" in out, out[-3000:]
+        state, reason = node_states()["ddp-mol2"]
+        assert state.startswith("drain") and reason == "swap disk", (state, reason)
+    finally:
+        podman_exec("ddp-mol1", "scontrol", "update", "NodeName=ddp-mol2", "State=RESUME", check=False)
