@@ -7,7 +7,7 @@ DOCUMENTATION = r"""
 ---
 module: gpu_health
 short_description: Check the NVIDIA GPUs of a node and say what is wrong, with a fix
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Finds NVIDIA GPUs on the PCI bus (C(/sys/bus/pci/devices/*/vendor) is C(0x10de)), then runs
     C(nvidia-smi -q -x), C(nvidia-smi nvlink --status) and C(nvidia-smi topo -m), reads the kernel log

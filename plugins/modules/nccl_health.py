@@ -7,7 +7,7 @@ DOCUMENTATION = r"""
 ---
 module: nccl_health
 short_description: Measure all-reduce bandwidth across the nodes of the play and diagnose NCCL
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - "O(mode=torch) (default): writes a small all-reduce script (standard library + torch) to a temporary
     directory and runs C(<python_env>/bin/torchrun --nnodes N --nproc-per-node G --rdzv-backend c10d

@@ -7,7 +7,7 @@ DOCUMENTATION = r"""
 ---
 module: roce_health
 short_description: Check RDMA / RoCE ports, GIDs, MTU and PFC on a node and derive NCCL settings
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Reads C(/sys/class/infiniband/*/ports/*) (state, physical state, link layer, rate, GID table with
     types and netdevs), C(/sys/bus/pci/devices) (Mellanox NICs, vendor 0x15b3), and C(ip -j addr) /
