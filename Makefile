@@ -13,7 +13,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 APT_PACKAGES := podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables git iperf3 shellcheck
 
-.PHONY: demo test deps venv cluster cluster-down site lint sanity unit cluster-tests gpu-stack-test clean
+.PHONY: demo test deps venv cluster cluster-down site lint sanity unit docs collection-checks changelog-check galaxy-importer cluster-tests gpu-stack-test clean
 
 demo: venv cluster site
 
@@ -27,10 +27,10 @@ deps: .cache/deps.stamp
 	touch $@
 
 venv: deps $(VENV)/.stamp
-$(VENV)/.stamp: requirements.txt
+$(VENV)/.stamp: requirements.txt requirements-docs.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q -r requirements.txt -r requirements-docs.txt
 	touch $@
 
 cluster: venv
@@ -56,6 +56,24 @@ sanity: venv
 unit: venv
 	$(PY) -m pytest -q tests/unit
 
+# The docs site (antsibull-docs + Sphinx, warnings are errors): artifacts/docs/html/index.html.
+docs: venv
+	docs/site/build.sh
+
+# The collection as Galaxy and its users see it, without containers: the changelog rule and CHANGELOG.md,
+# role READMEs generated from argument_specs, galaxy-importer on the built tarball, and the tarball
+# installed with its declared dependencies only (role and every module run from there).
+collection-checks: changelog-check galaxy-importer
+	$(PY) docs/site/role_readmes.py --check
+	$(PY) -m pytest -q tests/collection
+
+changelog-check: venv
+	$(PY) tests/changelog_check.py
+
+# galaxy-importer pins its own ansible-lint/attrs: it lives in its own venv under ~/.cache, made once per version.
+galaxy-importer: venv
+	tests/collection/galaxy_importer.sh
+
 # The Molecule scenario leaves its two nodes running for the cluster tests, then they are destroyed
 # (destroy checks that no container or network is left), whatever the tests said.
 cluster-tests: venv
@@ -71,7 +89,7 @@ gpu-stack-test: venv
 	trap '$(BIN)/molecule destroy -s gpu_stack' EXIT; \
 	$(BIN)/molecule test -s gpu_stack
 
-test: venv lint sanity unit cluster-tests gpu-stack-test
+test: venv lint sanity unit collection-checks docs cluster-tests gpu-stack-test
 
 clean: cluster-down
 	rm -rf .cache/local_cluster .cache/standin_repo artifacts

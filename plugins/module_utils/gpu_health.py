@@ -5,7 +5,7 @@
 ``build_facts(raw)`` turns what the module's I/O edge collected (sysfs PCI listing, nvidia-smi
 output and exit code, kernel log, lsmod, lspci) into facts; ``diagnose(facts, params)`` turns facts
 into problems (``diagnosis.problem`` dicts). Codes and thresholds are documented in
-docs/troubleshooting-gpu.md. Thresholds are parameters; :data:`DEFAULTS` holds their defaults.
+docs/troubleshooting.md. Thresholds are parameters; :data:`DEFAULTS` holds their defaults.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
 
 No I/O here: the module runs the commands and hands their exit status, output and result file to
 these functions, which return problems in the shared shape (module_utils/diagnosis.py) and facts.
-Codes (documented in docs/troubleshooting-nccl.md):
+Codes (documented in docs/troubleshooting.md):
 
 ====================================  ========  ===============================================
 code                                  severity  when
@@ -61,7 +61,7 @@ PROBLEM_CODES = (
 
 MIB = 1024 * 1024
 # Small enough for Gloo on two CPU cores in seconds; on GPUs pass sizes of 1 GiB and more to
-# compare with the thresholds in docs/troubleshooting-nccl.md.
+# compare with the thresholds in docs/troubleshooting.md.
 DEFAULT_SIZES = (1 * MIB, 4 * MIB, 16 * MIB)
 SCRIPT_NAME = "ddp_nccl_allreduce.py"
 SCRIPT_PROG = SCRIPT_NAME

@@ -12,7 +12,7 @@ Facts in (:func:`diagnose`)::
     fabric_ipv4:       "192.0.2.10" or None
     qos:               {netdev: mlnx_qos dict}   # only where mlnx_qos ran
 
-Sources for the rules (see docs/troubleshooting-rdma.md):
+Sources for the rules (see docs/troubleshooting.md):
 
 * GID choice: NCCL ``src/transport/net_ib`` selects a RoCE v2 GID of family AF_INET by default
   (``NCCL_IB_ROCE_VERSION_NUM=2``, ``NCCL_IB_ADDR_FAMILY=AF_INET``) and skips link-local GIDs;

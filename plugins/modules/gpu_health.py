@@ -7,7 +7,7 @@ DOCUMENTATION = r"""
 ---
 module: gpu_health
 short_description: Check the NVIDIA GPUs of a node and say what is wrong, with a fix
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Finds NVIDIA GPUs on the PCI bus (C(/sys/bus/pci/devices/*/vendor) is C(0x10de)), then runs
     C(nvidia-smi -q -x), C(nvidia-smi nvlink --status) and C(nvidia-smi topo -m), reads the kernel log
@@ -18,8 +18,7 @@ description:
   - A node without an NVIDIA GPU is not an error by itself; it gets the problem C(NO_GPU) at
     O(no_gpu_severity) and C(gpus=[]).
   - The exit code of C(nvidia-smi) is read, not only its presence (driver not loaded is exit code 9).
-  - Changes nothing on the host; C(changed) is always false. Run it as root, since C(lspci) shows ACS
-    control only to root and the kernel log may be restricted.
+  - Run it as root, since C(lspci) shows ACS control only to root and the kernel log may be restricted.
 options:
   expected_gpus:
     description:
@@ -31,12 +30,6 @@ options:
       - Oldest acceptable driver version, such as C(530.30.02) (the minimum for CUDA 12.1). An older
         driver is C(GPU_DRIVER_TOO_OLD) (error).
     type: str
-  fail_on:
-    description:
-      - Lowest severity that fails the task. C(never) always reports.
-    type: str
-    choices: [error, warning, never]
-    default: error
   no_gpu_severity:
     description: Severity of C(NO_GPU) on a node without an NVIDIA GPU.
     type: str
@@ -76,13 +69,9 @@ options:
     default: true
 author:
   - ddp.cluster maintainers (@ddp-cluster)
-attributes:
-  check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
+extends_documentation_fragment:
+  - ddp.cluster.health
+  - ddp.cluster.health.read_only
 seealso:
   - name: NVIDIA Xid errors
     description: What each Xid code means and what to do about it.

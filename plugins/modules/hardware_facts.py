@@ -21,13 +21,8 @@ options:
     default: /sys
 author:
   - ddp.cluster maintainers (@ddp-cluster)
-attributes:
-  check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
+extends_documentation_fragment:
+  - ddp.cluster.health.read_only
 """
 
 EXAMPLES = r"""

@@ -7,7 +7,7 @@ DOCUMENTATION = r"""
 ---
 module: nccl_health
 short_description: Measure all-reduce bandwidth across the nodes of the play and diagnose NCCL
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - "O(mode=torch) (default): writes a small all-reduce script (standard library + torch) to a temporary
     directory and runs C(<python_env>/bin/torchrun --nnodes N --nproc-per-node G --rdzv-backend c10d
@@ -24,8 +24,6 @@ description:
     C(NCCL WARN) lines from the output.
   - "O(mode=nccl-tests): runs an nccl-tests C(all_reduce_perf) binary given by O(nccl_tests_path), on this
     node or under O(mpirun) when given (then run the module on one node only), and parses its table."
-  - Problems use the shared shape C({code, severity, subject, message, fix}); codes are listed in
-    C(docs/troubleshooting-nccl.md). The task fails when a problem reaches O(fail_on).
   - Changes nothing on the host but a temporary directory it removes; C(changed) is always false.
 options:
   mode:
@@ -93,7 +91,7 @@ options:
     description:
       - Floor for the busbw (GB/s) of the largest size; below it C(NCCL_BUSBW_LOW) (error). Not set, no check.
       - "Figures seen in public runs: 8xA100 NVLink 235 GB/s at 8 GiB, 2 nodes 8xH100 with 16x200G RoCE 464 GB/s,
-        2 nodes with one 100GbE RoCE port about 22 GB/s; see C(docs/troubleshooting-nccl.md)."
+        2 nodes with one 100GbE RoCE port about 22 GB/s; see C(docs/troubleshooting.md)."
     type: float
   expected_transport:
     description:
@@ -129,13 +127,10 @@ options:
     description: Root of sysfs, read for RDMA devices (C(class/infiniband)) and interfaces (C(class/net)).
     type: path
     default: /sys
-  fail_on:
-    description: Lowest problem severity that fails the task; C(never) only reports.
-    type: str
-    choices: [error, warning, never]
-    default: error
 author:
   - ddp.cluster maintainers (@ddp-cluster)
+extends_documentation_fragment:
+  - ddp.cluster.health
 notes:
   - Every node of the run must run the module at the same time with the same O(rdzv_endpoint), O(rdzv_id)
     and O(nnodes); a node that does not join within O(join_timeout) fails every node's task with

@@ -7,7 +7,7 @@ DOCUMENTATION = r"""
 ---
 module: roce_health
 short_description: Check RDMA / RoCE ports, GIDs, MTU and PFC on a node and derive NCCL settings
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Reads C(/sys/class/infiniband/*/ports/*) (state, physical state, link layer, rate, GID table with
     types and netdevs), C(/sys/bus/pci/devices) (Mellanox NICs, vendor 0x15b3), and C(ip -j addr) /
@@ -15,10 +15,10 @@ description:
   - Runs C(ibv_devinfo) for the ports' C(active_mtu) and C(mlnx_qos -i <netdev>) for PFC, each only
     where the binary exists. Without C(ibv_devinfo) the RoCE active MTU is derived from the netdev MTU
     the way the kernel does (MTU less 96 bytes of RoCE headers, rounded down to an IB MTU).
-  - Returns the verdict shape shared by the health modules (C(healthy), C(problems) with stable codes,
-    see docs/troubleshooting-rdma.md) plus the derived C(nccl_conf) to write to C(/etc/nccl.conf).
+  - Returns the verdict shape shared by the health modules (RV(healthy), RV(problems) with stable codes)
+    plus the derived RV(nccl_conf) to write to C(/etc/nccl.conf).
   - A node without RDMA hardware is reported with the code C(NO_RDMA) at O(no_rdma_severity), never a
-    traceback. Read-only; always reports C(changed=false).
+    traceback.
 options:
   fabric_interface:
     description:
@@ -59,12 +59,6 @@ options:
     type: str
     choices: [error, warning, info]
     default: warning
-  fail_on:
-    description:
-      - Lowest severity that fails the task; V(never) always reports.
-    type: str
-    choices: [error, warning, never]
-    default: error
   sysfs_root:
     description:
       - Root of the sysfs tree to read; tests point it at a copy.
@@ -72,13 +66,9 @@ options:
     default: /sys
 author:
   - ddp.cluster maintainers (@ddp-cluster)
-attributes:
-  check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
+extends_documentation_fragment:
+  - ddp.cluster.health
+  - ddp.cluster.health.read_only
 notes:
   - C(mlnx_qos) usually needs root; run the task with C(become) to get the PFC check.
 """
@@ -109,7 +99,7 @@ healthy:
   type: bool
   sample: true
 problems:
-  description: Problems found, errors first. Codes are listed in docs/troubleshooting-rdma.md.
+  description: Problems found, errors first. Codes are listed in docs/troubleshooting.md.
   returned: always
   type: list
   elements: dict
