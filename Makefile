@@ -43,7 +43,7 @@ site: venv
 	$(BIN)/ansible-playbook site.yml
 
 # Shell programs shipped to the nodes (ddp-env, ddp-torchrun.sbatch) are linted like the Python ones.
-SHIPPED_SHELL := $(shell grep -rlE '^.!/bin/(ba)?sh' roles/*/files)
+SHIPPED_SHELL := $(shell grep -rlE '^.!.*[/ ](ba)?sh( |$$)' roles/*/files)
 
 lint: venv
 	$(BIN)/yamllint -s .

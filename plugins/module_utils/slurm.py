@@ -22,6 +22,9 @@ _HARDWARE_KEYS = ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "Thread
 # Words of an NVIDIA product name that say nothing about the GPU model.
 _GPU_NAME_NOISE = {"nvidia", "tesla", "geforce", "quadro", "rtx"}
 
+# Long sinfo states (%T) of nodes that cannot take jobs, besides drains and "*" (not responding).
+_UNAVAILABLE_STATES = ("down", "fail", "unk", "inval", "future", "maint")
+
 # Container kinds that cannot delegate cgroups to slurmd (ansible_facts virtualization_type).
 CONTAINER_TYPES = ("podman", "docker", "container", "containerd", "lxc", "openvz", "systemd-nspawn", "wsl")
 
@@ -168,8 +171,7 @@ def unavailable_nodes(states, nodes=None):
         st = states.get(node)
         if st is None:
             out.append({"node": node, "state": "missing", "reason": "not in sinfo (not in slurm.conf?)"})
-        elif (not st["responding"] or st["drain"] or st["state"].startswith(("down", "fail", "unk", "inval",
-                                                                                  "future", "maint"))):
+        elif not st["responding"] or st["drain"] or st["state"].startswith(_UNAVAILABLE_STATES):
             out.append({"node": node, "state": st["raw"], "reason": st["reason"]})
     return out
 

@@ -129,11 +129,11 @@ def test_health_error_drains_the_node_then_a_healthy_run_resumes_it(bad_ifname_i
         assert state.startswith("drain") and reason == "ddp:IFNAME_NOT_FOUND", (state, reason)
         assert node_states()["ddp-mol1"][0] == "idle", node_states()
         # Re-running with the problem still there keeps it drained (and changes nothing).
-        again, _ = run_playbook("playbooks/health.yml", inventory=bad_ifname_inventory)
+        again = run_playbook("playbooks/health.yml", inventory=bad_ifname_inventory)[0]
         assert again.returncode != 0
         assert node_states()["ddp-mol2"][1] == "ddp:IFNAME_NOT_FOUND"
         # Fixed (the normal inventory): healthy again, so the drain this collection set is lifted.
-        healthy, _ = run_playbook("playbooks/health.yml")
+        healthy = run_playbook("playbooks/health.yml")[0]
         assert healthy.returncode == 0, (healthy.stdout + healthy.stderr)[-3000:]
         assert node_states()["ddp-mol2"] == ("idle", "none"), node_states()
     finally:
