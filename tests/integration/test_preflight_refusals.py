@@ -1,4 +1,4 @@
-"""Bad inventory input stops site.yml in preflight, on the controller, before any change.
+"""Bad inventory input stops site.yml in its validate stage (the preflight rules), on the controller, before any change.
 
 Each case runs the real ``ansible-playbook site.yml`` against nodes that do not exist
 (tests/integration/inventory): a refusal must come from the preflight check with the variable
@@ -41,7 +41,7 @@ def test_bad_input_is_refused_before_any_change(extra_vars, code, variable):
     proc = run_site(extra_vars)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "Preflight refused the inventory before any change" in out, out[-3000:]
+    assert "Refused before any change: the validate stage found" in out, out[-3000:]
     assert "[%s] %s:" % (code, variable) in out, out[-3000:]
     # Nothing was attempted on a node: the refusal is the only failure, and no task changed anything.
     assert "Look for a Python" not in out
@@ -53,7 +53,7 @@ def test_seed_stack_passes_preflight():
                      "ddp_cuda_version": "12.1", "ddp_nvidia_driver_version": "535.104.05"})
     out = proc.stdout + proc.stderr
     # Past the refusal, the play goes on to the (absent) nodes and fails to reach them.
-    assert "Preflight refused" not in out, out[-3000:]
+    assert "Refused before any change" not in out, out[-3000:]
     assert "Look for a Python" in out
 
 

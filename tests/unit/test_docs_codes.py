@@ -37,7 +37,7 @@ def role_codes():
 
 
 def test_role_codes_are_found():
-    assert {"SLURM_MUNGE_KEY_MISMATCH", "SLURM_JOB_FAILED", "PREFLIGHT_NO_NODES"} <= role_codes()
+    assert {"SLURM_MUNGE_KEY_MISMATCH", "SLURM_JOB_FAILED", "PYTORCH_ENV_INSTALLER_CHECKSUM"} <= role_codes()
 
 
 def test_every_role_code_is_documented():

@@ -1,0 +1,108 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2024, ddp.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The validate stage's filter: validate_problems (documentation in plugins/filter/validate_problems.yml).
+
+Controller side: reads the roles' meta/argument_specs.yml from this collection and what the inventory
+and the extra vars set for each node (hostvars), then applies module_utils/validate.py's pure rules.
+"""
+from __future__ import annotations
+
+import glob
+import os
+
+import yaml
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.ddp.cluster.plugins.filter.compat import compat_resolve
+from ansible_collections.ddp.cluster.plugins.module_utils.validate import PREFIXES, validate
+
+ROLES_DIR = os.path.join(os.path.dirname(__file__), '..', '..', 'roles')
+
+_SPECS = {}
+
+
+def role_specs(roles_dir=ROLES_DIR):
+    """{role: argument_specs} of every role of the collection (cached)."""
+    roles_dir = os.path.realpath(roles_dir)
+    if roles_dir not in _SPECS:
+        specs = {}
+        for path in sorted(glob.glob(os.path.join(roles_dir, '*', 'meta', 'argument_specs.yml'))):
+            try:
+                with open(path, 'r') as handle:
+                    data = yaml.safe_load(handle) or {}
+            except (OSError, yaml.YAMLError) as exc:
+                raise AnsibleFilterError('cannot read %s: %s' % (path, exc))
+            specs[os.path.basename(os.path.dirname(os.path.dirname(path)))] = data.get('argument_specs') or {}
+        _SPECS[roles_dir] = specs
+    return _SPECS[roles_dir]
+
+
+def _plain(value):
+    """Ansible's lazy/tagged containers as plain dict/list/str/int/float/bool for the pure code."""
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, dict):
+        return dict((str(k), _plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return value
+
+
+def _node_values(host_vars):
+    """Our prefixed variables and ansible_host, templated; a value that cannot be templated on the
+    controller (it needs facts) is left out: its role checks it on the node."""
+    values = {}
+    for name in list(host_vars.keys()):
+        name = str(name)
+        if not (name.startswith(PREFIXES) or name == 'ansible_host'):
+            continue
+        try:
+            value = host_vars[name]
+        except Exception:  # pylint: disable=broad-except
+            continue
+        if type(value).__name__.endswith('Undefined') or 'Marker' in type(value).__name__:
+            continue
+        values[name] = _plain(value)
+    return values
+
+
+def validate_problems(hostvars, nodes, head_hosts=None, nodes_group='ddp_nodes', head_group='ddp_head'):
+    """hostvars, node names -> list of {code, variable, message, fix} (module_utils/validate.py)."""
+    nodes = [str(n) for n in (nodes or [])]
+    cfg = {
+        'nodes': dict((n, _node_values(hostvars[n])) for n in nodes),
+        'head_hosts': [str(h) for h in (head_hosts or [])],
+        'nodes_group': str(nodes_group),
+        'head_group': str(head_group),
+        'role_specs': role_specs(),
+    }
+    problems = validate(cfg)
+    return problems + _stack_problems(cfg['nodes'][nodes[0]] if nodes else {})
+
+
+def _stack_problems(values):
+    """The stack against data/compat_matrix.yml (compat_resolve), with the versions given as strings;
+    a version given as a number is already refused (VALIDATE_VERSION_NUMBER)."""
+    spec = {}
+    for key, names, default in (('torch', ('preflight_torch_version', 'ddp_torch_version'), None),
+                                ('torchvision', ('preflight_torchvision_version', 'ddp_torchvision_version'), None),
+                                ('cuda', ('preflight_cuda_version', 'ddp_cuda_version'), 'auto'),
+                                ('driver', ('preflight_driver_version', 'ddp_nvidia_driver_version'), None)):
+        value = next((values[n] for n in names if n in values), default)
+        spec[key] = value if isinstance(value, str) and value.strip() else default
+    return list(compat_resolve(spec).get('problems') or [])
+
+
+class FilterModule(object):
+    """ddp.cluster validate filter."""
+
+    def filters(self):
+        return {'validate_problems': validate_problems}

@@ -1,0 +1,478 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2024, ddp.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure rules of the ``validate`` stage: every input, on the controller, before any node is contacted.
+
+No I/O here. The ``ddp.cluster.validate_problems`` filter collects what the inventory and the extra
+vars set (for every node) and the roles' ``meta/argument_specs.yml``, and calls :func:`validate`.
+
+Every problem is ``{code, variable, message, fix}`` (the shape of module_utils/preflight.py), rendered
+by the playbooks as ``[CODE] variable: message. Fix: fix``.
+
+Rules: the type, choices and elements of every option of every role's argument spec and of the
+cluster-level ``ddp_*`` variables (:data:`CLUSTER_OPTIONS`); ranges by name (``*_port``, ``*_ports``,
+``*_timeout``, ``rdma_mtu``); variables carrying one of our prefixes that nothing reads (with the
+closest known name); versions given as YAML numbers; addresses; host names; duplicate
+``ansible_host``; the cluster user; conda without a verified installer; NCCL settings NCCL does not
+document (module_utils/rdma_config.py's rule); the launcher against the scheduler; and the
+inventory shape of module_utils/preflight.py.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+
+from ansible_collections.ddp.cluster.plugins.module_utils.preflight import inventory_problems
+from ansible_collections.ddp.cluster.plugins.module_utils.rdma_config import nccl_override_problems
+
+__all__ = [
+    "CLUSTER_OPTIONS",
+    "PREFIXES",
+    "PROBLEM_CODES",
+    "known_options",
+    "option_problems",
+    "validate",
+]
+
+PROBLEM_CODES = (
+    "VALIDATE_UNKNOWN_VAR",
+    "VALIDATE_TYPE",
+    "VALIDATE_CHOICE",
+    "VALIDATE_RANGE",
+    "VALIDATE_VERSION_NUMBER",
+    "VALIDATE_BAD_ADDRESS",
+    "VALIDATE_DUPLICATE_HOST",
+    "VALIDATE_BAD_HOSTNAME",
+    "VALIDATE_BAD_USER",
+    "VALIDATE_ROOT_USER",
+    "VALIDATE_CONDA_NO_INSTALLER",
+    "VALIDATE_CONDA_NO_CHECKSUM",
+    "VALIDATE_LAUNCHER_NEEDS_SLURM",
+    "VALIDATE_ENV_PATH",
+)
+
+# Variables with one of these prefixes are ours: a name that no role and no playbook reads is refused.
+PREFIXES = (
+    "ddp_", "preflight_", "nvidia_repo_", "nvidia_driver_", "cuda_toolkit_", "cudnn_", "nccl_", "rdma_",
+    "net_tuning_", "ssh_trust_", "firewall_", "slurm_", "pytorch_env_", "ddp_benchmark_",
+)
+
+# playbooks/awx_setup.yml reads its own ddp_awx_* variables on the controller: not checked here.
+OWN_NAMESPACES = ("ddp_awx_",)
+
+_FAIL_ON = ["error", "warning", "never"]
+_SEVERITY = ["error", "warning", "info"]
+
+# The cluster-level variables the playbooks and the roles' defaults read (role options are in the
+# roles' meta/argument_specs.yml). type as in argument specs; version: a version string;
+# address: a host name or an IP address.
+CLUSTER_OPTIONS = {
+    "ddp_nodes_group": {"type": "str"},
+    "ddp_head_group": {"type": "str"},
+    "ddp_rdzv_addr": {"type": "str", "address": True},
+    "ddp_rdzv_port": {"type": "raw", "preflight": True},
+    "ddp_nproc_per_node": {"type": "raw"},
+    "ddp_torch_version": {"type": "str", "version": True},
+    "ddp_torchvision_version": {"type": "str", "version": True},
+    "ddp_cuda_version": {"type": "str", "version": True},
+    "ddp_nvidia_driver_version": {"type": "str", "version": True},
+    "ddp_nvidia_repo_url": {"type": "str"},
+    "ddp_nvidia_repo_key_url": {"type": "str"},
+    "ddp_scheduler": {"type": "str", "choices": ["slurm", "none"]},
+    "ddp_cluster_user": {"type": "str"},
+    "ddp_cluster_uid": {"type": "int", "min": 1, "max": 2147483646},
+    "ddp_become": {"type": "bool"},
+    "ddp_env_path": {"type": "path"},
+    "ddp_fabric_address": {"type": "str", "address": True},
+    "ddp_nccl_socket_ifname": {"type": "str"},
+    "ddp_gloo_socket_ifname": {"type": "str"},
+    "ddp_nccl_ib_gid_index": {"type": "raw"},
+    "ddp_health_expected_gpus": {"type": "int", "min": 0},
+    "ddp_health_no_gpu_severity": {"type": "str", "choices": _SEVERITY},
+    "ddp_health_no_rdma_severity": {"type": "str", "choices": _SEVERITY},
+    "ddp_health_fail_on": {"type": "str", "choices": _FAIL_ON},
+    "ddp_health_probe_port": {"type": "int"},
+    "ddp_health_nccl_port": {"type": "int"},
+    "ddp_health_nccl_nproc": {"type": "int", "min": 1},
+    "ddp_health_min_busbw_gbps": {"type": "float", "min": 0},
+    "ddp_health_join_timeout": {"type": "int"},
+}
+
+# Names the collection itself registers or sets (results, facts): never an input, never refused.
+RESERVED = frozenset(("ddp_health_gpu", "ddp_health_roce", "ddp_health_nccl", "ddp_benchmark_results"))
+
+# The training environment: one cluster-level variable; the roles' own names default to it.
+DEFAULT_ENV_PATH = "/opt/ddp/venv"
+ENV_PATH_ALIASES = ("pytorch_env_path", "ddp_benchmark_env_path", "rdma_torch_venv")
+
+# Free-form values written into a script root runs at boot (roles/rdma/templates/ddp-rdma-roce.sh.j2):
+# only what the setting can hold.
+SHELL_VALUE_RULES = (
+    ("rdma_cma_roce_tos", r"^(|[0-9]{1,3})$", "empty or a ToS byte 0-255 (106 is DSCP 26)"),
+    ("rdma_qos_pfc", r"^(|[01](,[01]){7})$", "empty or eight 0/1 values, e.g. \"0,0,0,1,0,0,0,0\""),
+)
+
+_BOOL_STRINGS = frozenset(("yes", "no", "true", "false", "on", "off", "1", "0", "y", "n", "t", "f"))
+_USER = re.compile(r"^[a-z_][a-z0-9_-]*$")
+# Inventory names end up in known_hosts, slurm.conf NodeName and /etc/hosts: a DNS-like name.
+_HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?$")
+_SHA256 = re.compile(r"^(sha256:)?[0-9a-fA-F]{64}$")
+
+
+def _problem(code, variable, message, fix):
+    return {"code": code, "variable": variable, "message": message, "fix": fix}
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _as_int(value):
+    """value as an int when Ansible's int conversion would accept it (int or digit string), else None."""
+    if _is_int(value):
+        return value
+    if isinstance(value, str) and re.match(r"^\s*-?[0-9]+\s*$", value):
+        return int(value)
+    return None
+
+
+def _as_float(value):
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _kind(value):
+    if isinstance(value, bool):
+        return "a boolean"
+    if _is_int(value):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if value is None:
+        return "null"
+    return type(value).__name__
+
+
+def _closest(name, candidates):
+    found = difflib.get_close_matches(str(name), sorted(candidates), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def _type_problem(name, value, wanted, example):
+    return _problem(
+        "VALIDATE_TYPE", name, "%s is %s (%r); it must be %s" % (name, _kind(value), value, wanted),
+        "set %s to %s, e.g. %s." % (name, wanted, example))
+
+
+def _scalar_problem(name, value, typ, version=False):
+    """Type problem for one scalar value of argument-spec type ``typ``, or None."""
+    if typ in ("str", "path"):
+        if version and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return _problem(
+                "VALIDATE_VERSION_NUMBER", name,
+                "%s is the YAML number %r, not a version string: YAML reads 2.10 as 2.1 and 12.10 as 12.1"
+                % (name, value),
+                "quote it: %s: \"%s\" (with the exact digits you meant)." % (name, value))
+        if isinstance(value, float):
+            return _problem(
+                "VALIDATE_VERSION_NUMBER", name,
+                "%s is the YAML number %r; a string was expected, and YAML drops trailing zeros" % (name, value),
+                "quote it: %s: \"%s\" (with the exact digits you meant)." % (name, value))
+        if isinstance(value, (dict, list, tuple)) or value is None and typ == "path":
+            return _type_problem(name, value, "a string", '"text"')
+        if isinstance(value, str) and any(c in value for c in "\n\r\0"):
+            return _problem("VALIDATE_TYPE", name, "%s contains a line break or NUL byte" % name,
+                            "give %s as one line." % name)
+        return None
+    if typ == "int":
+        if _as_int(value) is None:
+            return _type_problem(name, value, "an integer", "%s: 10" % name)
+        return None
+    if typ == "float":
+        if _as_float(value) is None:
+            return _type_problem(name, value, "a number", "%s: 1.5" % name)
+        return None
+    if typ == "bool":
+        if isinstance(value, bool) or (isinstance(value, str) and value.strip().lower() in _BOOL_STRINGS) \
+                or (_is_int(value) and value in (0, 1)):
+            return None
+        return _type_problem(name, value, "a boolean", "%s: true" % name)
+    if typ == "list":
+        if not isinstance(value, (list, tuple)):
+            return _type_problem(name, value, "a list", "%s: [first, second]" % name)
+        return None
+    if typ == "dict":
+        if not isinstance(value, dict):
+            return _type_problem(name, value, "a mapping", "%s: {KEY: value}" % name)
+        return None
+    return None
+
+
+def _range_problem(name, value, low, high, why):
+    return _problem(
+        "VALIDATE_RANGE", name, "%s is %r; %s" % (name, value, why),
+        "set %s to a value from %s to %s." % (name, low, high) if high is not None
+        else "set %s to a value of at least %s." % (name, low))
+
+
+def _ranges(name, value, spec):
+    """Range problems by the option's name and spec (ports, timeouts, MTU, explicit min/max)."""
+    out = []
+    if spec.get("preflight"):
+        return out  # module_utils/preflight.py checks it (PREFLIGHT_BAD_PORT)
+    if name.endswith("_port") and spec.get("type") in ("int", "raw"):
+        port = _as_int(value)
+        if port is None or not 1 <= port <= 65535:
+            out.append(_range_problem(name, value, 1, 65535, "a TCP port is an integer from 1 to 65535"))
+        return out
+    if name.endswith("_ports") and isinstance(value, (list, tuple)):
+        for item in value:
+            text = str(item)
+            parts = text.split("-", 1) if isinstance(item, str) else [item]
+            numbers = [_as_int(p) for p in parts]
+            if any(n is None or not 1 <= n <= 65535 for n in numbers) or \
+                    (len(numbers) == 2 and numbers[0] > numbers[1]):
+                out.append(_range_problem(name, item, 1, 65535,
+                                          "every entry must be a port or a range low-high from 1 to 65535"))
+        return out
+    number = _as_float(value) if spec.get("type") in ("int", "float") else None
+    if number is None:
+        return out
+    if name.endswith("_timeout") and number <= 0:
+        out.append(_range_problem(name, value, 1, None, "a timeout must be greater than 0 seconds"))
+    elif name == "rdma_mtu" and number != 0 and not 1280 <= number <= 9216:
+        out.append(_range_problem(name, value, 1280, 9216,
+                                  "the fabric MTU is 0 (leave it alone) or 1280-9216 (9000 for RoCE jumbo frames)"))
+    elif "min" in spec and number < spec["min"]:
+        out.append(_range_problem(name, value, spec["min"], spec.get("max"), "it is below the minimum"))
+    elif "max" in spec and number > spec["max"]:
+        out.append(_range_problem(name, value, spec.get("min", 0), spec["max"], "it is above the maximum"))
+    return out
+
+
+def option_problems(name, value, spec):
+    """Problems with one provided value against its spec (argument-spec keys, plus version/address/min/max)."""
+    typ = spec.get("type", "str")
+    if spec.get("address"):
+        found = _address_problems(name, value)
+        if found:
+            return found
+    version = bool(spec.get("version")) or name.endswith("_version")
+    found = _scalar_problem(name, value, typ, version=version)
+    if found:
+        return [found]
+    out = []
+    choices = spec.get("choices")
+    if choices:
+        values = value if typ == "list" else [value]
+        for item in values:
+            if str(item) not in [str(c) for c in choices]:
+                guess = _closest(item, [str(c) for c in choices])
+                out.append(_problem(
+                    "VALIDATE_CHOICE", name,
+                    "%s is %r, not one of %s" % (name, item, ", ".join(repr(str(c)) for c in choices)),
+                    ("did you mean %r? Set %s to it." % (guess, name)) if guess
+                    else "set %s to one of those." % name))
+    if typ == "list" and spec.get("elements") and isinstance(value, (list, tuple)) and not choices:
+        for index, item in enumerate(value):
+            found = _scalar_problem("%s[%d]" % (name, index), item, spec["elements"])
+            if found:
+                out.append(found)
+    out.extend(_ranges(name, value, spec))
+    return out
+
+
+def _address_problems(name, value):
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return []
+    if not isinstance(value, str):
+        return [_problem(
+            "VALIDATE_BAD_ADDRESS", name, "%s is %s (%r); an address is one host name or IP address"
+            % (name, _kind(value), value),
+            "set %s to one quoted host name or IP address, e.g. %s: \"10.0.0.11\"." % (name, name))]
+    if any(c.isspace() for c in value) or "," in value:
+        return [_problem(
+            "VALIDATE_BAD_ADDRESS", name, "%s is %r; an address has no spaces or commas" % (name, value),
+            "set %s to one host name or IP address, without spaces." % name)]
+    return []
+
+
+def known_options(role_specs):
+    """{option name: spec} over the cluster options and every entry point of every role spec."""
+    known = dict(CLUSTER_OPTIONS)
+    for _role, entries in sorted((role_specs or {}).items()):
+        for _entry, spec in sorted((entries or {}).items()):
+            for name, option in ((spec or {}).get("options") or {}).items():
+                known.setdefault(name, option or {})
+    return known
+
+
+def _ours(name):
+    return name.startswith(PREFIXES) and not name.startswith(OWN_NAMESPACES)
+
+
+def _user_problems(name, user):
+    if not isinstance(user, str):
+        return []
+    if user == "root":
+        return [_problem(
+            "VALIDATE_ROOT_USER", name,
+            "%s is root: the collection would give root's account the cluster's SSH key and run jobs as root"
+            % name,
+            "set %s to an unprivileged account name (the default is ddp)." % name)]
+    if not _USER.match(user) or len(user) > 32:
+        return [_problem(
+            "VALIDATE_BAD_USER", name,
+            "%s is %r; a portable user name matches ^[a-z_][a-z0-9_-]*$ and has at most 32 characters"
+            % (name, user),
+            "set %s to a lower-case name such as ddp." % name)]
+    return []
+
+
+def _conda_problems(values):
+    if values.get("pytorch_env_kind") != "conda":
+        return []
+    installer = values.get("pytorch_env_miniforge_installer")
+    if not installer or not str(installer).strip():
+        return [_problem(
+            "VALIDATE_CONDA_NO_INSTALLER", "pytorch_env_miniforge_installer",
+            "pytorch_env_kind is conda but pytorch_env_miniforge_installer is empty: there is no installer to run",
+            "set pytorch_env_miniforge_installer to a pinned Miniforge release URL or a file on the controller, "
+            "and pytorch_env_miniforge_sha256 to its sha256 (or use pytorch_env_kind: venv).")]
+    checksum = values.get("pytorch_env_miniforge_sha256")
+    if not checksum or not _SHA256.match(str(checksum).strip()):
+        return [_problem(
+            "VALIDATE_CONDA_NO_CHECKSUM", "pytorch_env_miniforge_sha256",
+            "pytorch_env_kind is conda but pytorch_env_miniforge_sha256 is %r, not a sha256: the installer runs "
+            "as root and must be verified first" % (checksum,),
+            "set pytorch_env_miniforge_sha256 to the installer's sha256 (the .sha256 file published beside the "
+            "Miniforge release).")]
+    return []
+
+
+def _nccl_problems(values):
+    overrides = values.get("rdma_nccl_overrides")
+    if not isinstance(overrides, dict):
+        return []
+    allow = values.get("rdma_nccl_allow_vars")
+    out = []
+    for p in nccl_override_problems(overrides, allow if isinstance(allow, (list, tuple)) else ()):
+        out.append(_problem(p["code"], p["subject"], p["message"], p["fix"]))
+    return out
+
+
+def _node_problems(values, known):
+    out = []
+    for name in sorted(values):
+        if not _ours(name) or name in RESERVED:
+            continue
+        value = values[name]
+        if name not in known:
+            guess = _closest(name, [k for k in known if _ours(k)])
+            out.append(_problem(
+                "VALIDATE_UNKNOWN_VAR", name,
+                "no role or playbook of ddp.cluster reads %s; it would be silently ignored" % name,
+                ("did you mean %s? Rename it." % guess) if guess
+                else "remove it, or check its spelling in the roles' READMEs."))
+            continue
+        out.extend(option_problems(name, value, known[name] or {}))
+    for name in ("ddp_cluster_user", "ssh_trust_user"):
+        out.extend(_user_problems(name, values.get(name)))
+    out.extend(_conda_problems(values))
+    out.extend(_nccl_problems(values))
+    for name, pattern, wanted in SHELL_VALUE_RULES:
+        value = values.get(name)
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and not re.match(pattern, str(value)):
+            out.append(_problem(
+                "VALIDATE_CHOICE", name, "%s is %r; it must be %s" % (name, value, wanted),
+                "set %s to %s." % (name, wanted)))
+    env_path = values.get("ddp_env_path", DEFAULT_ENV_PATH)
+    for name in ENV_PATH_ALIASES:
+        if name in values and values[name] != env_path:
+            out.append(_problem(
+                "VALIDATE_ENV_PATH", name,
+                "%s is %r but ddp_env_path is %r: the environment pytorch_env builds, the one health and the "
+                "benchmark run and the one rdma reads torch from must be the same" % (name, values[name], env_path),
+                "set ddp_env_path: %s and remove %s." % (values[name], name)))
+    launcher = values.get("ddp_benchmark_launcher")
+    if launcher == "slurm" and values.get("ddp_scheduler", "none") != "slurm":
+        out.append(_problem(
+            "VALIDATE_LAUNCHER_NEEDS_SLURM", "ddp_benchmark_launcher",
+            "ddp_benchmark_launcher is slurm but ddp_scheduler is %r: no Slurm is set up to launch it"
+            % (values.get("ddp_scheduler", "none"),),
+            "set ddp_scheduler: slurm, or ddp_benchmark_launcher: torchrun."))
+    return out
+
+
+def validate(cfg):
+    """All problems of one run, before any node is contacted.
+
+    cfg keys:
+        nodes        {inventory hostname: {variable: value}}: what the inventory and the extra vars set
+                     for each node (only our prefixed variables and ansible_host are needed)
+        nodes_group  the nodes group's name; head_hosts, head_group: as module_utils/preflight.py
+        role_specs   {role: {entry point: {options: {...}}}} from the roles' meta/argument_specs.yml
+
+    Returns problems without repeats, in a stable order.
+    """
+    cfg = cfg or {}
+    nodes = cfg.get("nodes") or {}
+    known = known_options(cfg.get("role_specs"))
+    out = []
+
+    for host in sorted(nodes):
+        if not _HOSTNAME.match(str(host)) or len(str(host)) > 253:
+            out.append(_problem(
+                "VALIDATE_BAD_HOSTNAME", "inventory_hostname",
+                "inventory host %r is not a valid host name: it is written to known_hosts, /etc/hosts and "
+                "slurm.conf (letters, digits, '.', '-', '_'; no spaces)" % (str(host),),
+                "rename the host in the inventory and put its address in ansible_host."))
+
+    seen = {}
+    for host in sorted(nodes):
+        values = nodes[host] or {}
+        out.extend(_node_problems(values, known))
+        address = values.get("ansible_host")
+        out.extend(_address_problems("ansible_host", address))
+        if isinstance(address, str) and address.strip():
+            seen.setdefault(address.strip().lower(), []).append(str(host))
+    for address, hosts in sorted(seen.items()):
+        if len(hosts) > 1:
+            out.append(_problem(
+                "VALIDATE_DUPLICATE_HOST", "ansible_host",
+                "hosts %s all have ansible_host %s: one machine would be configured and counted as %d nodes"
+                % (", ".join(hosts), address, len(hosts)),
+                "give each node its own ansible_host (or remove the duplicate host)."))
+
+    # The inventory shape of module_utils/preflight.py (the head, the rendezvous), once for the cluster.
+    first = nodes[sorted(nodes)[0]] if nodes else {}
+    shape = {"nodes": sorted(nodes), "nodes_group": cfg.get("nodes_group"),
+             "head_hosts": list(cfg.get("head_hosts") or []), "head_group": cfg.get("head_group")}
+    if "ddp_nproc_per_node" in first:
+        shape["nproc_per_node"] = first["ddp_nproc_per_node"]
+    if "ddp_rdzv_port" in first:
+        shape["rdzv_port"] = first["ddp_rdzv_port"]
+    addr = first.get("ddp_rdzv_addr")
+    if isinstance(addr, str) and addr.strip():
+        shape["rdzv_addr"] = addr
+    out.extend(inventory_problems(shape))
+
+    unique = []
+    for p in out:
+        if p not in unique:
+            unique.append(p)
+    return unique
