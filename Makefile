@@ -13,7 +13,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 APT_PACKAGES := podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables git iperf3 shellcheck
 
-.PHONY: demo test deps venv cluster cluster-down site lint sanity unit docs collection-checks changelog-check galaxy-importer cluster-tests gpu-stack-test clean
+.PHONY: demo test deps venv cluster cluster-down site lint sanity unit controller-torch docs collection-checks changelog-check galaxy-importer cluster-tests gpu-stack-test clean
 
 demo: venv cluster site
 
@@ -54,7 +54,7 @@ sanity: venv
 	tests/sanity.sh
 
 unit: venv
-	$(PY) -m pytest -q tests/unit
+	DDP_FAIL_ON_SKIP=1 $(PY) -m pytest -q -rs tests/unit
 
 # The docs site (antsibull-docs + Sphinx, warnings are errors): artifacts/docs/html/index.html.
 docs: venv
@@ -74,12 +74,21 @@ changelog-check: venv
 galaxy-importer: venv
 	tests/collection/galaxy_importer.sh
 
+# The torch tests of tests/integration (the DDP script, the all-reduce module) run in the controller's
+# venv with the same CPU torch the nodes got, from the wheelhouse the Molecule converge filled.
+controller-torch: venv
+	@if ! $(PY) -c 'import torch' 2>/dev/null; then \
+	  $(PY) -m pip install -q --no-index --find-links .cache/wheelhouse torch \
+	  || { echo "controller-torch: no torch wheel for $$($(PY) -V) in .cache/wheelhouse (made for the nodes' Python);" \
+	            "install torch into $(VENV) by hand" >&2; exit 1; }; fi
+
 # The Molecule scenario leaves its two nodes running for the cluster tests, then they are destroyed
 # (destroy checks that no container or network is left), whatever the tests said.
 cluster-tests: venv
 	export MOLECULE_PROJECT_DIRECTORY=$(CURDIR); \
 	trap '$(BIN)/molecule destroy -s local' EXIT; \
-	$(BIN)/molecule test -s local && $(PY) -m pytest -q tests/integration
+	$(BIN)/molecule test -s local && $(MAKE) --no-print-directory controller-torch \
+	  && DDP_FAIL_ON_SKIP=1 $(PY) -m pytest -q -rs tests/integration
 
 # The GPU stack roles forced on one node without a GPU, against stand-in packages with NVIDIA's names and
 # versions that the scenario builds and serves itself (molecule/gpu_stack). The scenario ends with destroy;

@@ -70,6 +70,16 @@ def restart_mol2():
     proc = subprocess.run([PLAYBOOK_BIN, "-i", INVENTORY, "playbooks/access.yml"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    # slurmctld resolved ddp-mol2's old address once: tell it to read the configuration (and the names)
+    # again, as an admin does after re-addressing a node; then ddp-mol2 answers again (idle, not idle*).
+    if subprocess.run(["podman", "exec", "ddp-mol1", "sinfo", "-h"], capture_output=True, check=False).returncode == 0:
+        subprocess.run(["podman", "exec", "ddp-mol1", "scontrol", "reconfigure"], capture_output=True, check=True)
+
+        def mol2_idle():
+            out = subprocess.run(["podman", "exec", "ddp-mol1", "sinfo", "-h", "-N", "-o", "%N %T", "-n", "ddp-mol2"],
+                                 capture_output=True, text=True, check=False).stdout.split()
+            return out[-1:] == ["idle"]
+        assert wait_until(mol2_idle, 180, 3), "ddp-mol2 did not come back to idle in Slurm"
 
 
 def test_node_lost_mid_run_is_named_and_nothing_is_left(restart_mol2):

@@ -69,7 +69,7 @@ def test_rendezvous_port_blocked_on_one_node_is_named_by_the_launch_preflight():
 def test_node_that_does_not_join_is_named_and_nothing_is_left(tmp_path):
     """A node whose torchrun cannot start: the run fails within the join timeout, names it, leaves no process."""
     broken = tmp_path / "broken.ini"
-    broken.write_text("[ddp_nodes]\nddp-mol2 ddp_benchmark_env_path=/nonexistent-venv\n")
+    broken.write_text("[ddp_nodes]\nddp-mol2 ddp_env_path=/nonexistent-venv\n")
     proc, elapsed = run_playbook("playbooks/benchmark.yml", "-i", str(broken), "-e", "ddp_benchmark_launcher=torchrun",
                                  "-e", "ddp_benchmark_join_timeout=20", "-e", "ddp_benchmark_timeout=120")
     out = proc.stdout + proc.stderr
