@@ -22,6 +22,7 @@ from __future__ import annotations
 import difflib
 import re
 
+from ansible_collections.ddp.cluster.plugins.module_utils.openpgp import fingerprint_format_problem
 from ansible_collections.ddp.cluster.plugins.module_utils.preflight import inventory_problems
 from ansible_collections.ddp.cluster.plugins.module_utils.rdma_config import nccl_override_problems
 
@@ -49,6 +50,8 @@ PROBLEM_CODES = (
     "VALIDATE_CONDA_NO_CHECKSUM",
     "VALIDATE_LAUNCHER_NEEDS_SLURM",
     "VALIDATE_ENV_PATH",
+    "VALIDATE_DOWNLOAD_NO_CHECKSUM",
+    "VALIDATE_REPO_KEY",
 )
 
 # Variables with one of these prefixes are ours: a name that no role and no playbook reads is refused.
@@ -117,6 +120,9 @@ _USER = re.compile(r"^[a-z_][a-z0-9_-]*$")
 # Inventory names end up in known_hosts, slurm.conf NodeName and /etc/hosts: a DNS-like name.
 _HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?$")
 _SHA256 = re.compile(r"^(sha256:)?[0-9a-fA-F]{64}$")
+# A download's checksum as get_url takes it: <algorithm>:<hex> (sha256, sha384 or sha512).
+_CHECKSUM = re.compile(r"^(sha256:[0-9a-fA-F]{64}|sha384:[0-9a-fA-F]{96}|sha512:[0-9a-fA-F]{128})$")
+_URL = re.compile(r"^(https?|ftp)://")
 
 
 def _problem(code, variable, message, fix):
@@ -364,6 +370,55 @@ def _conda_problems(values):
     return []
 
 
+def _download_problems(values):
+    """Tarballs downloaded by URL need a checksum; a given checksum must be <algorithm>:<hex>."""
+    out = []
+    rules = (
+        ("rdma_ofed_url", "rdma_ofed_checksum",
+         values.get("rdma_mode", "inbox") == "ofed" and values.get("rdma_ofed_kind", "mlnx_ofed") == "mlnx_ofed"),
+        ("nccl_tests_source", "nccl_tests_checksum", bool(values.get("nccl_tests_enabled", False))),
+    )
+    for source_name, checksum_name, used in rules:
+        source, checksum = values.get(source_name), values.get(checksum_name)
+        checksum = str(checksum).strip() if checksum is not None else ""
+        if checksum and not _CHECKSUM.match(checksum):
+            out.append(_problem(
+                "VALIDATE_DOWNLOAD_NO_CHECKSUM", checksum_name,
+                "%s is %r, not <algorithm>:<hex> (sha256, sha384 or sha512)" % (checksum_name, checksum),
+                "set %s to sha256:<64 hex digits> of the file." % checksum_name))
+        elif used and isinstance(source, str) and _URL.match(source.strip()) and not checksum:
+            out.append(_problem(
+                "VALIDATE_DOWNLOAD_NO_CHECKSUM", checksum_name,
+                "%s is a URL (%s) but %s is empty: the download would be built or run as root unverified"
+                % (source_name, source.strip(), checksum_name),
+                "set %s to sha256:<hex> of the tarball (from its publisher, not from the mirror that serves it)."
+                % checksum_name))
+    return out
+
+
+def _repo_key_problems(values):
+    """Repository keys: DOCA needs its key and fingerprint; a given fingerprint must be a full one."""
+    out = []
+    doca = values.get("rdma_mode", "inbox") == "ofed" and values.get("rdma_ofed_kind", "mlnx_ofed") == "doca"
+    for name in ("rdma_ofed_doca_key_url", "rdma_ofed_doca_key_fingerprint"):
+        value = values.get(name)
+        if doca and (not isinstance(value, str) or not value.strip()):
+            out.append(_problem(
+                "VALIDATE_REPO_KEY", name,
+                "rdma_ofed_kind is doca but %s is empty: the DOCA repository is added with gpgcheck on and "
+                "its key is trusted only once its fingerprint matches" % name,
+                "set rdma_ofed_doca_key_url to the repository's public key (e.g. GPG-KEY-Mellanox.pub on your "
+                "mirror) and rdma_ofed_doca_key_fingerprint to its full fingerprint."))
+    for name in ("nvidia_repo_key_fingerprint", "rdma_ofed_doca_key_fingerprint"):
+        value = values.get(name)
+        if isinstance(value, str) and value.strip():
+            wrong = fingerprint_format_problem(value)
+            if wrong:
+                out.append(_problem("VALIDATE_REPO_KEY", name, "%s %s" % (name, wrong),
+                                    "set %s to the key's full fingerprint (40 hex digits)." % name))
+    return out
+
+
 def _nccl_problems(values):
     overrides = values.get("rdma_nccl_overrides")
     if not isinstance(overrides, dict):
@@ -393,6 +448,8 @@ def _node_problems(values, known):
     for name in ("ddp_cluster_user", "ssh_trust_user"):
         out.extend(_user_problems(name, values.get(name)))
     out.extend(_conda_problems(values))
+    out.extend(_download_problems(values))
+    out.extend(_repo_key_problems(values))
     out.extend(_nccl_problems(values))
     for name, pattern, wanted in SHELL_VALUE_RULES:
         value = values.get(name)

@@ -4,7 +4,9 @@ Usage: python3 build_repo.py OUT --kernel-release "$(uname -r)" [--arch amd64] [
 
 Writes two flat apt repositories under OUT, signed with a throwaway GPG key made in a temporary
 GNUPGHOME (Release with MD5Sum/SHA256 of Packages and Packages.gz, InRelease clearsigned,
-Release.gpg detached, the public key ASCII-armored as ddp-standin.asc in each repository):
+Release.gpg detached, the public key ASCII-armored as ddp-standin.asc in each repository, and its
+fingerprint, as ``gpg --show-keys --with-colons`` reports it, in ddp-standin.fpr beside it: the scenario
+pins it in nvidia_repo_key_fingerprint, as a site pins NVIDIA's):
 
 - OUT/nvidia/debian12/x86_64/  laid out like NVIDIA's CUDA repository
   (``deb [signed-by=...] <url>/debian12/x86_64/ /``), holding packages with NVIDIA's names and versions:
@@ -36,6 +38,7 @@ import tempfile
 DESCRIPTION_PREFIX = "TEST STAND-IN for ddp.cluster Molecule"
 MAINTAINER = "ddp.cluster tests <ddp-cluster-tests@example.invalid>"
 KEY_FILE = "ddp-standin.asc"
+FPR_FILE = "ddp-standin.fpr"
 KEY_UID = "ddp.cluster TEST STAND-IN repository (throwaway) <ddp-cluster-tests@example.invalid>"
 # Release "Date:" (fixed, so the same inputs give the same Release file; apt refuses only future dates).
 RELEASE_DATE = "Mon, 01 Sep 2025 00:00:00 UTC"
@@ -333,6 +336,21 @@ def write_repo(repo_dir, packages, arch, label, workdir, gpg):
     gpg(["--armor", "--detach-sign", "--output", os.path.join(repo_dir, "Release.gpg"), release_path])
 
 
+def primary_fingerprints(colons):
+    """The fpr record that follows each pub record of ``gpg --with-colons`` output (gpg's doc/DETAILS)."""
+    out, after_pub = [], False
+    for line in colons.splitlines():
+        fields = line.split(":")
+        if fields[0] == "pub":
+            after_pub = True
+        elif fields[0] == "fpr" and after_pub:
+            out.append(fields[9])
+            after_pub = False
+        elif fields[0] in ("sub", "uid"):
+            after_pub = False
+    return out
+
+
 def inputs_digest(kernel_release, arch):
     with open(os.path.abspath(__file__), "rb") as fh:
         me = fh.read()
@@ -342,7 +360,7 @@ def inputs_digest(kernel_release, arch):
 def expected_files(out):
     nvidia = os.path.join(out, "nvidia", "debian12", "x86_64")
     kernel = os.path.join(out, "kernel")
-    return [os.path.join(d, f) for d in (nvidia, kernel) for f in ("InRelease", "Release", "Packages.gz", KEY_FILE)]
+    return [os.path.join(d, f) for d in (nvidia, kernel) for f in ("InRelease", "Release", "Packages.gz", KEY_FILE, FPR_FILE)]
 
 
 def build(out, kernel_release, arch):
@@ -357,6 +375,12 @@ def build(out, kernel_release, arch):
     try:
         gpg(["--quick-generate-key", KEY_UID, "ed25519", "sign", "never"])
         key = gpg(["--armor", "--export"]).stdout
+        key_file = os.path.join(tmp, KEY_FILE)
+        with open(key_file, "wb") as fh:
+            fh.write(key)
+        fingerprints = primary_fingerprints(gpg(["--show-keys", "--with-colons", key_file]).stdout.decode())
+        if len(fingerprints) != 1:
+            raise SystemExit("build_repo: expected one primary key in the exported key, gpg shows %r" % (fingerprints,))
         # Empty OUT but keep the directory (a running repo container may bind-mount it).
         os.makedirs(out, exist_ok=True)
         for entry in os.listdir(out):
@@ -374,6 +398,8 @@ def build(out, kernel_release, arch):
         for repo in (nvidia, kernel):
             with open(os.path.join(repo, KEY_FILE), "wb") as fh:
                 fh.write(key)
+            with open(os.path.join(repo, FPR_FILE), "w", encoding="utf-8") as fh:
+                fh.write(fingerprints[0] + "\n")
         return len(packages) + 1
     finally:
         subprocess.run(["gpgconf", "--kill", "all"], env=env, check=False,
