@@ -50,13 +50,22 @@ def _load(path=MATRIX_PATH):
 
 
 def _plain(value):
-    """Turn Ansible's lazy/tagged containers into plain dict/list/str for the pure code."""
+    """Ansible's lazy/tagged containers and scalars as plain dict/list/str/int/float/bool for the pure code.
+
+    Shared by the collection's filters (gpu_stack, validate import it from here).
+    """
+    if isinstance(value, bool):
+        return bool(value)
     if isinstance(value, dict):
         return dict((str(k), _plain(v)) for k, v in value.items())
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, str):
         return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
     return value
 
 

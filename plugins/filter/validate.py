@@ -15,7 +15,7 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ddp.cluster.plugins.filter.compat import compat_resolve
+from ansible_collections.ddp.cluster.plugins.filter.compat import _plain, compat_resolve
 from ansible_collections.ddp.cluster.plugins.module_utils.validate import PREFIXES, validate
 
 ROLES_DIR = os.path.join(os.path.dirname(__file__), '..', '..', 'roles')
@@ -37,23 +37,6 @@ def role_specs(roles_dir=ROLES_DIR):
             specs[os.path.basename(os.path.dirname(os.path.dirname(path)))] = data.get('argument_specs') or {}
         _SPECS[roles_dir] = specs
     return _SPECS[roles_dir]
-
-
-def _plain(value):
-    """Ansible's lazy/tagged containers as plain dict/list/str/int/float/bool for the pure code."""
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, dict):
-        return dict((str(k), _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    return value
 
 
 def _node_values(host_vars):
