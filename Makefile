@@ -13,7 +13,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 APT_PACKAGES := podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables git iperf3 shellcheck
 
-.PHONY: demo test deps venv cluster cluster-down site lint sanity unit controller-torch docs collection-checks changelog-check galaxy-importer cluster-tests gpu-stack-test clean
+.PHONY: demo test deps venv cluster cluster-down site converge-bench lint sanity unit controller-torch docs collection-checks changelog-check galaxy-importer cluster-tests gpu-stack-test clean
 
 demo: venv cluster site
 
@@ -41,6 +41,11 @@ cluster-down: venv
 
 site: venv
 	$(BIN)/ansible-playbook site.yml
+
+# Converge cost against the node count (outside make test: 12 nodes take about an hour here):
+#   make converge-bench NODES="3 6 12"   cold and no-change site.yml per N, changed=0 required
+converge-bench: venv
+	benchmarks/converge.sh $(NODES)
 
 # Shell programs shipped to the nodes (ddp-env, ddp-torchrun.sbatch) are linted like the Python ones.
 SHIPPED_SHELL := $(shell grep -rlE '^.!.*[/ ](ba)?sh( |$$)' roles/*/files)

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import crossnode
+from ansible_collections.ddp.cluster.plugins.module_utils import crossnode, peermesh
 
-_KEYS = ("versions", "mtu", "gid_index", "ssh_modes", "known_hosts_missing", "pairs")
+_KEYS = ("versions", "mtu", "gid_index", "ssh_modes", "known_hosts_missing", "pairs", "probe_error")
 
 
 def cluster_problems(per_node, gid_configured=None):
@@ -30,12 +30,56 @@ def cluster_problems(per_node, gid_configured=None):
         problems += crossnode.ssh_mode_problems(node, dict((path, tuple(km)) for path, km in modes.items()))
     for node in nodes:
         problems += crossnode.known_hosts_problems(node, per_node[node].get("known_hosts_missing") or [])
-    problems += crossnode.pair_problems([p for n in nodes for p in (per_node[n].get("pairs") or [])])
+    pairs = [p for n in nodes for p in (per_node[n].get("pairs") or [])]
+    not_run = dict((n, per_node[n]["probe_error"]) for n in nodes if per_node[n].get("probe_error"))
+    ports = sorted(set(p.get("port") for p in pairs if p.get("port") is not None))
+    problems += peermesh.mesh_problems(nodes, pairs, not_run, port=ports[0] if len(ports) == 1 else None)
     return problems
+
+
+def mesh_plan(hosts, hostvars=None, forks=5, base_s=peermesh.DEFAULT_WINDOW_S, launch_s=peermesh.DEFAULT_LAUNCH_S):
+    """Who probes whom and for how long (see the sidecar documentation)."""
+    if isinstance(hosts, (str, bytes)) or not hasattr(hosts, "__iter__"):
+        raise AnsibleFilterError("mesh_plan expects a list of host names, got %s" % type(hosts).__name__)
+    pairs = []
+    for host in hosts:
+        address = host
+        if hostvars is not None:
+            try:
+                address = hostvars[host].get("ansible_host", host)
+            except KeyError:
+                raise AnsibleFilterError("mesh_plan: %s is not in hostvars" % host)
+        pairs.append((str(host), str(address)))
+    try:
+        return peermesh.mesh_plan(pairs, int(forks), float(base_s), float(launch_s))
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("mesh_plan: %s" % exc)
+
+
+def mesh_problems(results, what="ssh", nodes=None, port=None):
+    """Problems from every node's registered ssh_check / tcp_probe mesh result (see the sidecar documentation)."""
+    if not isinstance(results, dict):
+        raise AnsibleFilterError("mesh_problems expects a dict of node -> registered result, got %s"
+                                 % type(results).__name__)
+    if what not in ("ssh", "port"):
+        raise AnsibleFilterError("mesh_problems: what must be ssh or port, got %r" % (what,))
+    pairs, not_run = [], {}
+    for node, result in results.items():
+        if not isinstance(result, dict) or result.get("skipped"):
+            continue
+        if isinstance(result.get("pairs"), list):
+            pairs.extend(result["pairs"])
+        else:
+            not_run[node] = result.get("msg") or "no result (the node stopped answering Ansible)"
+    everyone = list(nodes) if nodes is not None else sorted(results)
+    return peermesh.mesh_problems(everyone, pairs, not_run, port=port, what=what,
+                                  fix=None if what == "port" else
+                                  "run the ssh_trust role (keys, authorized_keys and known_hosts on every node); "
+                                  "the verdict names what ssh said")
 
 
 class FilterModule(object):
     """ddp.cluster cross-node filters."""
 
     def filters(self):
-        return {"cluster_problems": cluster_problems}
+        return {"cluster_problems": cluster_problems, "mesh_plan": mesh_plan, "mesh_problems": mesh_problems}

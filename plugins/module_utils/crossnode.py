@@ -10,7 +10,7 @@ Pure functions over dicts keyed by node name; each returns a list of problems in
   "Requested mtu is higher than active mtu");
 * SSH: sshd's StrictModes refuses keys when ``~/.ssh`` or ``authorized_keys`` is group/world
   writable, and an empty known_hosts makes ``ssh -o BatchMode=yes`` fail (case C18);
-* a rank-to-rank port that one pair of nodes cannot open (case C03).
+* a rank-to-rank port that one pair of nodes cannot open (case C03): see ``peermesh``.
 """
 from __future__ import annotations
 
@@ -120,17 +120,3 @@ def known_hosts_problems(node, missing_peers):
                     "no known_hosts entry for %s: non-interactive ssh fails with 'Host key verification failed.'" % peer,
                     "run the ssh_trust role (pre-seeds every node's host keys); never StrictHostKeyChecking=no")
             for peer in sorted(missing_peers)]
-
-
-def pair_problems(probes):
-    """Rank-to-rank reachability between every pair of nodes.
-
-    :param probes: list of ``{src, dst, port, verdict, message}`` (verdicts from netprobe).
-    :returns: one ``CLUSTER_PORT_BLOCKED`` error per pair that did not connect, naming the pair,
-        the port and the verdict (firewall reject vs refused vs timeout, case C03).
-    """
-    return [problem("CLUSTER_PORT_BLOCKED", "error", "%s -> %s:%s" % (p["src"], p["dst"], p["port"]),
-                    "%s cannot open %s:%s: [%s] %s" % (p["src"], p["dst"], p["port"], p["verdict"], p.get("message", "")),
-                    "allow the cluster's addresses on the rendezvous port and the ephemeral range "
-                    "(ddp.cluster.firewall); opening the rendezvous port alone is not enough")
-            for p in sorted(probes, key=lambda x: (x["src"], x["dst"])) if p["verdict"] != "open"]

@@ -45,3 +45,42 @@ def classify_connect(err_no, timed_out=False, resolve_failed=False):
         return {"verdict": "timeout",
                 "message": "no answer before the timeout: a firewall DROP rule or no route"}
     return {"verdict": "error", "message": "connect failed: %s" % _errno.errorcode.get(err_no, err_no)}
+
+
+#: ``ssh`` (OpenSSH client) stderr -> verdict, first match wins. The texts are OpenSSH's own
+#: (ssh.c, sshconnect.c, sshconnect2.c, OpenSSH 8-9); verdict ``dropped`` is sshd closing a new
+#: connection before the key exchange, which is what ``MaxStartups`` does under load
+#: (sshd_config(5)), and is worth another attempt.
+SSH_PATTERNS = (
+    ("REMOTE HOST IDENTIFICATION HAS CHANGED", "host_key_changed",
+     "the peer's host key differs from known_hosts (reinstalled node, or another machine on its address)"),
+    ("Host key verification failed", "host_key_unknown",
+     "the peer's host key is not in known_hosts, and BatchMode cannot ask"),
+    ("Permission denied", "auth_denied", "the peer refused the key (authorized_keys, its modes, or the account)"),
+    ("Could not resolve hostname", "unresolved", "the peer's name does not resolve on this node"),
+    ("Connection refused", "refused", "nothing listens on the SSH port (sshd not running)"),
+    ("No route to host", "firewall_reject", "rejected (\"No route to host\" is how a firewalld reject reads)"),
+    ("Network is unreachable", "unreachable", "network unreachable: no route to the host"),
+    ("timed out", "timeout", "no answer before the timeout: a firewall DROP rule or no route"),
+    ("kex_exchange_identification", "dropped", "sshd closed the connection before the key exchange (MaxStartups)"),
+    ("Connection closed by", "dropped", "sshd closed the connection before the key exchange (MaxStartups)"),
+    ("Connection reset by", "dropped", "sshd closed the connection before the key exchange (MaxStartups)"),
+)
+
+
+def classify_ssh(rc, stderr):
+    """Classify one ``ssh -o BatchMode=yes <peer> true``.
+
+    :param rc: ssh's exit status (0 ok; 255 is ssh's own error; anything else is the remote
+        command's status, which still proves the login).
+    :param stderr: ssh's standard error (str).
+    :returns: dict ``{verdict, message}``: ``ok``, one of the verdicts of :data:`SSH_PATTERNS`, or
+        ``error`` with the last stderr line.
+    """
+    if rc != 255:
+        return {"verdict": "ok", "message": "logged in"}
+    for needle, verdict, message in SSH_PATTERNS:
+        if needle in (stderr or ""):
+            return {"verdict": verdict, "message": message}
+    lines = [line for line in (stderr or "").splitlines() if line.strip()]
+    return {"verdict": "error", "message": "ssh failed: %s" % (lines[-1] if lines else "exit 255, no message")}

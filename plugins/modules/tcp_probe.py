@@ -16,12 +16,22 @@ description:
   - C(mode=listen) binds O(port) on O(bind_address), accepts up to O(count) connections, and
     returns when it has them or after O(timeout) seconds. Run it with C(async) on the rendezvous
     host while the other nodes connect.
+  - C(mode=mesh) is the node-to-node check of a whole cluster in one call per node: it listens on
+    O(port) and, at the same time, connects to O(port) on every one of O(peers) concurrently, then
+    returns when every peer is reached and has reached it, or after O(window) seconds. Run it with
+    C(async) and C(poll=0) on every node together, then collect it with
+    M(ansible.builtin.async_status). Its length does not grow with the node count; a connection that
+    is refused is retried until the window ends (the peer's listener may start later), a firewall
+    reject, an unreachable network or an unresolved name is final at once. Peers are probed in a
+    rotated order (node I(i) starts with node I(i+1)) so that no node receives every connection at
+    once. The C(ddp.cluster.cluster_problems) filter turns every node's result into problems that
+    name one bad node, a network-wide block, or single pairs.
   - Changes nothing on the host; C(changed) is always false.
 options:
   mode:
-    description: Connect to a port, or listen on one.
+    description: Connect to a port, listen on one, or check every peer both ways (mesh).
     type: str
-    choices: [connect, listen]
+    choices: [connect, listen, mesh]
     default: connect
   host:
     description: Name or address to connect to. Required with O(mode=connect).
@@ -31,9 +41,37 @@ options:
     type: int
     required: true
   timeout:
-    description: Seconds to wait for the connection (connect) or for all O(count) peers (listen).
+    description:
+      - Seconds to wait for the connection (connect, and each connection attempt of mesh) or for
+        all O(count) peers (listen).
     type: float
     default: 5
+  name:
+    description:
+      - With O(mode=mesh), this node's name as the peers know it (the inventory name). Sent to each
+        peer on connect so that the peer's listener can name who reached it.
+    type: str
+  peers:
+    description:
+      - With O(mode=mesh), every other node, in the order to probe them
+        (C(ddp.cluster.mesh_plan) gives the rotated order).
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: The peer's inventory name.
+        type: str
+        required: true
+      host:
+        description: The peer's address or resolvable name.
+        type: str
+        required: true
+  window:
+    description:
+      - With O(mode=mesh), seconds the whole check may last on this node (listening and every
+        attempt). C(ddp.cluster.mesh_plan) derives it from the node count and forks.
+    type: float
+    default: 20
   count:
     description: With O(mode=listen), return after this many connections.
     type: int
@@ -64,6 +102,17 @@ EXAMPLES = r"""
     host: node0
     port: 29400
   register: probe
+
+- name: Every node listens and connects to every other node, all at once
+  ddp.cluster.tcp_probe:
+    mode: mesh
+    port: 40000
+    name: "{{ inventory_hostname }}"
+    peers: "{{ (ansible_play_hosts | ddp.cluster.mesh_plan(hostvars)).nodes[inventory_hostname] }}"
+    window: 22
+  async: 40
+  poll: 0
+  register: mesh
 """
 
 RETURN = r"""
@@ -88,22 +137,50 @@ elapsed_s:
   type: float
   sample: 0.004
 peers:
-  description: With O(mode=listen), addresses of the peers that connected.
-  returned: mode is listen
+  description:
+    - With O(mode=listen), addresses of the peers that connected.
+    - With O(mode=mesh), names of the peers that connected to this node (their greeting), or the
+      address of a connection that sent none.
+  returned: mode is listen or mesh
   type: list
   elements: str
   sample: ["10.89.0.3", "10.89.0.4"]
+pairs:
+  description:
+    - With O(mode=mesh), one entry per peer this node connected to, in probe order.
+    - C(verdict) as in O(mode=connect); C(attempts) counts connection attempts; C(elapsed_s) is the
+      time from the start to the last attempt, in seconds.
+  returned: mode is mesh
+  type: list
+  elements: dict
+  sample: [{"src": "node0", "dst": "node1", "host": "10.89.0.3", "verdict": "open", "message": "connected",
+            "attempts": 1, "elapsed_s": 0.003}]
+missing:
+  description: With O(mode=mesh), the peers that did not connect to this node within the window.
+  returned: mode is mesh
+  type: list
+  elements: str
+  sample: []
 """
 
 import socket
+import threading
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ddp.cluster.plugins.module_utils.netprobe import classify_connect
+from ansible_collections.ddp.cluster.plugins.module_utils.peermesh import GREETING
+
+# Verdicts worth another attempt inside the mesh window: the peer's listener may not be up yet
+# (refused); everything else (a firewall reject, no route, no name) is final.
+_RETRY = ("refused",)
 
 
-def connect_once(host, port, timeout):
-    """I/O edge: one TCP connect. Returns (address, errno, timed_out, resolve_failed)."""
+def connect_once(host, port, timeout, greeting=None):
+    """I/O edge: one TCP connect (sending ``greeting`` when connected).
+
+    Returns (address, errno, timed_out, resolve_failed).
+    """
     try:
         infos = socket.getaddrinfo(host, port, socket.AF_UNSPEC, socket.SOCK_STREAM)
     except socket.gaierror:
@@ -113,6 +190,11 @@ def connect_once(host, port, timeout):
     sock.settimeout(timeout)
     try:
         sock.connect(sockaddr)
+        if greeting:
+            try:
+                sock.sendall(greeting.encode("utf-8"))
+            except OSError:
+                pass
         return sockaddr[0], None, False, False
     except socket.timeout:
         return sockaddr[0], None, True, False
@@ -147,17 +229,105 @@ def listen(bind_address, port, count, timeout):
     return peers
 
 
+def _accept_peers(server, expected, deadline, seen, lock):
+    """I/O edge: accept connections until every expected peer has greeted or the deadline passes."""
+    while True:
+        with lock:
+            if expected <= set(seen):
+                return
+        remaining = deadline - time.time()
+        if remaining <= 0:
+            return
+        server.settimeout(remaining)
+        try:
+            conn, addr = server.accept()
+        except socket.timeout:
+            return
+        try:
+            conn.settimeout(min(2.0, max(remaining, 0.1)))
+            data = b""
+            while b"\n" not in data and len(data) < 256:
+                chunk = conn.recv(256)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:
+            data = b""
+        finally:
+            conn.close()
+        text = data.decode("utf-8", "replace").strip()
+        with lock:
+            seen.append(text[len(GREETING):] if text.startswith(GREETING) else addr[0])
+
+
+def _probe_peer(me, peer, port, attempt_timeout, deadline, out, index):
+    """I/O edge: connect to one peer until it answers, a final verdict comes, or the deadline passes."""
+    start = time.time()
+    attempts = 0
+    while True:
+        remaining = deadline - time.time()
+        attempts += 1
+        address, err_no, timed_out, resolve_failed = connect_once(
+            peer["host"], port, max(0.2, min(attempt_timeout, remaining)), greeting=GREETING + me + "\n")
+        verdict = classify_connect(err_no, timed_out=timed_out, resolve_failed=resolve_failed)
+        if verdict["verdict"] not in _RETRY or deadline - time.time() < 0.3:
+            break
+        time.sleep(0.2)
+    out[index] = dict(src=me, dst=peer["name"], host=peer["host"], address=address, attempts=attempts,
+                      elapsed_s=round(time.time() - start, 3), **verdict)
+
+
+def mesh(me, peers, port, attempt_timeout, window, bind_address):
+    """I/O edge: listen on ``port`` and connect to every peer at once, within ``window`` seconds.
+
+    :returns: ``(pairs, peers_seen, missing)``.
+    :raises OSError: when the port cannot be bound.
+    """
+    deadline = time.time() + window
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind((bind_address, port))
+    server.listen(max(128, len(peers)))
+    seen, lock = [], threading.Lock()
+    expected = set(p["name"] for p in peers)
+    listener = threading.Thread(target=_accept_peers, args=(server, expected, deadline, seen, lock))
+    listener.daemon = True
+    listener.start()
+    pairs = [None] * len(peers)
+    workers = [threading.Thread(target=_probe_peer, args=(me, peer, port, attempt_timeout, deadline, pairs, i))
+               for i, peer in enumerate(peers)]
+    for worker in workers:
+        worker.daemon = True
+        worker.start()
+    for worker in workers:
+        worker.join(max(0.0, deadline - time.time()) + attempt_timeout + 1)
+    listener.join(max(0.0, deadline - time.time()) + 1)
+    server.close()
+    for i, peer in enumerate(peers):
+        if pairs[i] is None:
+            pairs[i] = dict(src=me, dst=peer["name"], host=peer["host"], address=None, attempts=0, elapsed_s=window,
+                            **classify_connect(None, timed_out=True))
+    with lock:
+        got = sorted(set(seen))
+    return pairs, got, sorted(expected - set(got))
+
+
 def build_module():
     return AnsibleModule(
         argument_spec=dict(
-            mode=dict(type="str", choices=["connect", "listen"], default="connect"),
+            mode=dict(type="str", choices=["connect", "listen", "mesh"], default="connect"),
             host=dict(type="str"),
             port=dict(type="int", required=True),
             timeout=dict(type="float", default=5),
             count=dict(type="int", default=1),
             bind_address=dict(type="str", default="0.0.0.0"),
+            name=dict(type="str"),
+            peers=dict(type="list", elements="dict", options=dict(
+                name=dict(type="str", required=True),
+                host=dict(type="str", required=True))),
+            window=dict(type="float", default=20),
         ),
-        required_if=[("mode", "connect", ["host"])],
+        required_if=[("mode", "connect", ["host"]), ("mode", "mesh", ["name", "peers"])],
         supports_check_mode=True,
     )
 
@@ -167,7 +337,22 @@ def main():
     params = module.params
     if not 1 <= params["port"] <= 65535:
         module.fail_json(msg="port must be 1-65535, got %d" % params["port"])
+    if params["timeout"] <= 0 or params["window"] <= 0:
+        module.fail_json(msg="timeout and window must be positive seconds, got %s and %s"
+                             % (params["timeout"], params["window"]))
     start = time.time()
+    if params["mode"] == "mesh":
+        try:
+            pairs, seen, missing = mesh(params["name"], params["peers"], params["port"], params["timeout"],
+                                        params["window"], params["bind_address"])
+        except OSError as exc:
+            module.fail_json(msg="cannot listen on %s:%d: %s (is something, such as a leftover torchrun, "
+                                 "already using the port?)" % (params["bind_address"], params["port"], exc))
+        reached = sum(1 for p in pairs if p["verdict"] == "open")
+        module.exit_json(changed=False, pairs=pairs, peers=seen, missing=missing,
+                         elapsed_s=round(time.time() - start, 3),
+                         message="reached %d of %d peer(s); %d of %d reached this node"
+                                 % (reached, len(pairs), len(params["peers"]) - len(missing), len(params["peers"])))
     if params["mode"] == "listen":
         try:
             peers = listen(params["bind_address"], params["port"], params["count"], params["timeout"])

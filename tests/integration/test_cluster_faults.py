@@ -94,3 +94,50 @@ def test_hostname_on_loopback_is_refused_by_preflight():
     assert proc.returncode != 0
     assert re.search(r"- ddp-mol2: \[PREFLIGHT_HOST_LOOPBACK\]", out), out[-3000:]
     assert "- ddp-mol1: [PREFLIGHT_HOST_LOOPBACK]" not in out
+
+
+def test_health_names_the_blocked_pair_within_its_window():
+    """C03 in the health stage: ddp-mol1's firewall rejects ddp-mol2; the mesh probe names that pair only."""
+    addr = podman_exec("ddp-mol2", "hostname", "-I").stdout.split()[0]
+    podman_exec("ddp-mol1", "firewall-cmd", "--zone=ddp-cluster", "--remove-source=%s" % addr)
+    try:
+        proc, elapsed = run_playbook("playbooks/health.yml", "-e", "ddp_health_probe_window=8")
+    finally:
+        podman_exec("ddp-mol1", "firewall-cmd", "--reload")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert re.search(r"\[CLUSTER_PORT_BLOCKED\] \(error\) ddp-mol2 -> ddp-mol1:40000: .*\[firewall_reject\]", out), out[-3000:]
+    assert "ddp-mol1 -> ddp-mol2:40000" not in out
+    assert elapsed < 240
+
+
+def test_health_names_the_node_whose_probe_cannot_run():
+    """Something else holds the probe port on ddp-mol2: that node is named, no pair is blamed, the play ends."""
+    podman_exec("ddp-mol2", "sh", "-c", "nohup python3 -m http.server 40000 >/dev/null 2>&1 &")
+    try:
+        deadline = time.time() + 20
+        while "40000" not in podman_exec("ddp-mol2", "ss", "-ltn", check=False).stdout and time.time() < deadline:
+            time.sleep(0.5)
+        proc, _elapsed = run_playbook("playbooks/health.yml", "-e", "ddp_health_probe_window=8")
+    finally:
+        podman_exec("ddp-mol2", "pkill", "-f", "http.server 40000", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert re.search(r"\[CLUSTER_PROBE_NOT_RUN\] \(error\) ddp-mol2: .*cannot listen on 0.0.0.0:40000", out), out[-3000:]
+    assert "CLUSTER_PORT_BLOCKED" not in out
+
+
+def test_ssh_trust_names_the_pair_without_a_host_key():
+    """ddp-mol1's cluster user loses its known_hosts: the ssh_trust check names ddp-mol1 -> ddp-mol2 and why."""
+    home = podman_exec("ddp-mol1", "getent", "passwd", "ddp").stdout.split(":")[5]
+    path = home + "/.ssh/known_hosts"
+    podman_exec("ddp-mol1", "cp", "-p", path, path + ".saved")
+    podman_exec("ddp-mol1", "sh", "-c", ": > %s" % path)
+    try:
+        proc, _elapsed = run_playbook("playbooks/access.yml", "--check")
+    finally:
+        podman_exec("ddp-mol1", "mv", path + ".saved", path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert re.search(r"\[SSH_PAIR_FAILED\] ddp-mol1 -> ddp-mol2: .*\[host_key_unknown\]", out), out[-3000:]
+    assert "ddp-mol2 -> ddp-mol1" not in out

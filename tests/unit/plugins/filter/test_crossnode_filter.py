@@ -26,3 +26,38 @@ def test_all_good_is_empty():
 def test_bad_input(bad):
     with pytest.raises(AnsibleFilterError):
         cluster_problems(bad)
+
+
+def test_mesh_plan_from_hostvars():
+    from ansible_collections.ddp.cluster.plugins.filter.crossnode import mesh_plan
+    plan = mesh_plan(["a", "b", "c"], {"a": {"ansible_host": "10.0.0.1"}, "b": {}, "c": {"ansible_host": "10.0.0.3"}},
+                     forks=2)
+    assert plan["nodes"]["b"] == [{"name": "c", "host": "10.0.0.3"}, {"name": "a", "host": "10.0.0.1"}]
+    assert plan["window_s"] == 24.0
+    with pytest.raises(AnsibleFilterError, match="not in hostvars"):
+        mesh_plan(["a", "z"], {"a": {}})
+    with pytest.raises(AnsibleFilterError, match="addresses repeat"):
+        mesh_plan(["a", "b"], {"a": {"ansible_host": "x"}, "b": {"ansible_host": "x"}})
+    with pytest.raises(AnsibleFilterError, match="list of host names"):
+        mesh_plan("a,b")
+
+
+def test_mesh_problems_from_registered_results():
+    from ansible_collections.ddp.cluster.plugins.filter.crossnode import mesh_problems
+
+    def pair(src, dst, verdict="ok"):
+        return {"src": src, "dst": dst, "verdict": verdict, "message": verdict}
+    results = {
+        "a": {"pairs": [pair("a", "b"), pair("a", "c", "host_key_unknown")]},
+        "b": {"pairs": [pair("b", "c", "host_key_unknown"), pair("b", "a")]},
+        "c": {"failed": True, "msg": "sudo: unknown user ddp"},
+        "d": {"skipped": True},
+    }
+    found = mesh_problems(results, "ssh", ["a", "b", "c"])
+    assert [(p["code"], p["subject"]) for p in found] == [("SSH_CHECK_NOT_RUN", "c")]
+    assert "unknown user" in found[0]["message"]
+    del results["c"]
+    found = mesh_problems(results, "ssh", ["a", "b", "c"])
+    assert [(p["code"], p["subject"]) for p in found] == [("SSH_NODE_UNREACHABLE", "c")]
+    with pytest.raises(AnsibleFilterError, match="ssh or port"):
+        mesh_problems(results, "tcp")

@@ -60,11 +60,3 @@ def test_ssh_modes_c18():
 def test_known_hosts_c18():
     (p,) = crossnode.known_hosts_problems("node0", ["node1"])
     assert p["code"] == "SSH_KNOWN_HOSTS_MISSING" and "Host key verification failed" in p["message"]
-
-
-def test_pair_problems_c03():
-    probes = [{"src": "node1", "dst": "node0", "port": 40000, "verdict": "firewall_reject", "message": "No route"},
-              {"src": "node0", "dst": "node1", "port": 40000, "verdict": "open", "message": "connected"}]
-    (p,) = crossnode.pair_problems(probes)
-    assert p["code"] == "CLUSTER_PORT_BLOCKED" and p["subject"] == "node1 -> node0:40000"
-    assert "[firewall_reject]" in p["message"]

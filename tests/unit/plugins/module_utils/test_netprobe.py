@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import errno
+import os
 
 import pytest
 
+from ansible_collections.ddp.cluster.plugins.module_utils import netprobe
 from ansible_collections.ddp.cluster.plugins.module_utils.netprobe import VERDICTS, classify_connect
 
 
@@ -23,3 +25,39 @@ def test_classify_connect(err_no, timed_out, resolve_failed, verdict):
     assert result["verdict"] == verdict
     assert result["verdict"] in VERDICTS
     assert result["message"]
+
+
+SSH_FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                            "fixtures", "ssh")
+
+
+@pytest.mark.parametrize("name, verdict", [
+    ("host-key-unknown", "host_key_unknown"),
+    ("auth-denied", "auth_denied"),
+    ("firewall-reject", "firewall_reject"),
+    ("refused", "refused"),
+    ("unresolved", "unresolved"),
+    ("timeout", "timeout"),
+])
+def test_classify_ssh_real_messages(name, verdict):
+    with open(os.path.join(SSH_FIXTURES, name + ".stderr")) as handle:
+        assert netprobe.classify_ssh(255, handle.read())["verdict"] == verdict
+
+
+@pytest.mark.parametrize("stderr, verdict", [
+    ("kex_exchange_identification: read: Connection reset by peer\r\n", "dropped"),
+    ("kex_exchange_identification: Connection closed by remote host\r\n", "dropped"),
+    ("@@@@@\n@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\n@@@@@\nHost key verification failed.\n",
+     "host_key_changed"),
+    ("something new\n", "error"),
+    ("", "error"),
+])
+def test_classify_ssh_other_messages(stderr, verdict):
+    """Messages from OpenSSH's source (sshd's MaxStartups drop, ssh's changed-key banner), not captured here."""
+    assert netprobe.classify_ssh(255, stderr)["verdict"] == verdict
+
+
+def test_classify_ssh_remote_status_proves_login():
+    assert netprobe.classify_ssh(0, "")["verdict"] == "ok"
+    assert netprobe.classify_ssh(1, "bash: line 1: false\n")["verdict"] == "ok"
+    assert "something new" in netprobe.classify_ssh(255, "something new\n")["message"]

@@ -1,0 +1,200 @@
+#!/usr/bin/python
+# Copyright: ddp.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: ssh_check
+short_description: Prove non-interactive SSH from this node to every peer, in one call
+version_added: 0.3.0
+description:
+  - C(mode=login) runs C(ssh -o BatchMode=yes -o StrictHostKeyChecking=yes <peer> true) to every one of
+    O(peers), O(parallel) at a time, as the user the module runs as (use C(become_user)), and classifies
+    each outcome from ssh's own messages (C(host_key_unknown), C(host_key_changed), C(auth_denied),
+    C(refused), C(firewall_reject), C(timeout), C(unresolved), C(dropped), C(error)). A connection
+    sshd dropped before the key exchange (C(MaxStartups), sshd_config(5)) is tried again, up to
+    O(retries) times.
+  - C(mode=known_hosts) only looks every peer up in O(known_hosts) with C(ssh-keygen -F) (hashed
+    entries included) and returns those without an entry.
+  - Peers are taken in the order given; give each node its peers rotated (C(ddp.cluster.mesh_plan)) so
+    that every node receives about O(parallel) logins at a time, well under sshd's default
+    C(MaxStartups 10:30:100).
+  - Changes nothing on the host; C(changed) is always false.
+options:
+  mode:
+    description: Log in to every peer, or look every peer up in known_hosts.
+    type: str
+    choices: [login, known_hosts]
+    default: login
+  name:
+    description: This node's name, used as C(src) of each pair.
+    type: str
+    required: true
+  peers:
+    description: Every other node.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      name:
+        description: The peer's inventory name.
+        type: str
+        required: true
+      host:
+        description: The address or name to connect to (as in known_hosts).
+        type: str
+        required: true
+  parallel:
+    description: With O(mode=login), logins at a time (1-64).
+    type: int
+    default: 4
+  timeout:
+    description: With O(mode=login), ssh's C(ConnectTimeout) in seconds (1-300).
+    type: int
+    default: 10
+  retries:
+    description: With O(mode=login), extra attempts for a login sshd dropped before the key exchange (0-10).
+    type: int
+    default: 2
+  known_hosts:
+    description: With O(mode=known_hosts), the file to look in. Default C(~/.ssh/known_hosts) of the user the module runs as.
+    type: path
+author:
+  - ddp.cluster maintainers (@ddp-cluster)
+extends_documentation_fragment:
+  - ddp.cluster.health.read_only
+"""
+
+EXAMPLES = r"""
+- name: Prove SSH from this node to every other node as the cluster user
+  ddp.cluster.ssh_check:
+    name: "{{ inventory_hostname }}"
+    peers: "{{ (ansible_play_hosts | ddp.cluster.mesh_plan(hostvars)).nodes[inventory_hostname] }}"
+  become: true
+  become_user: ddp
+  register: ssh_pairs
+
+- name: Which peers have no known_hosts entry
+  ddp.cluster.ssh_check:
+    mode: known_hosts
+    name: "{{ inventory_hostname }}"
+    peers: "{{ (ansible_play_hosts | ddp.cluster.mesh_plan(hostvars)).nodes[inventory_hostname] }}"
+    known_hosts: /home/ddp/.ssh/known_hosts
+"""
+
+RETURN = r"""
+pairs:
+  description:
+    - One entry per peer, in the order given. C(verdict) C(ok) (login) or C(known) (known_hosts) proves the
+      pair; C(attempts) counts ssh runs; C(elapsed_s) is seconds for this peer.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"src": "node0", "dst": "node1", "host": "10.89.0.3", "verdict": "ok", "message": "logged in",
+            "attempts": 1, "elapsed_s": 0.21}]
+failed_peers:
+  description: Names of the peers whose verdict is not C(ok) / C(known).
+  returned: always
+  type: list
+  elements: str
+  sample: ["node2"]
+elapsed_s:
+  description: Seconds the whole check took.
+  returned: always
+  type: float
+  sample: 0.8
+"""
+
+import os
+import threading
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ddp.cluster.plugins.module_utils.netprobe import classify_ssh
+
+
+def login(module, me, peer, timeout, retries):
+    """I/O edge: ssh to one peer; retried while sshd drops the connection before the key exchange."""
+    start = time.time()
+    attempts = 0
+    while True:
+        attempts += 1
+        rc, _out, err = module.run_command(
+            ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "ConnectTimeout=%d" % timeout,
+             "-o", "ControlMaster=no", "-o", "ControlPath=none", peer["host"], "true"])
+        verdict = classify_ssh(rc, err)
+        if verdict["verdict"] != "dropped" or attempts > retries:
+            break
+        time.sleep(0.5 * attempts)
+    return dict(src=me, dst=peer["name"], host=peer["host"], attempts=attempts,
+                elapsed_s=round(time.time() - start, 3), **verdict)
+
+
+def known(module, me, peer, path):
+    """I/O edge: ``ssh-keygen -F`` one peer in ``path``."""
+    start = time.time()
+    rc, _out, _err = module.run_command(["ssh-keygen", "-F", peer["host"], "-f", path])
+    verdict = ({"verdict": "known", "message": "in %s" % path} if rc == 0 else
+               {"verdict": "missing", "message": "no known_hosts entry: non-interactive ssh fails with "
+                                                 "'Host key verification failed.'"})
+    return dict(src=me, dst=peer["name"], host=peer["host"], attempts=1, elapsed_s=round(time.time() - start, 3),
+                **verdict)
+
+
+def run_all(jobs, parallel):
+    """Run ``jobs`` (callables) ``parallel`` at a time, keeping their order in the result."""
+    results = [None] * len(jobs)
+    queue = list(enumerate(jobs))
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                if not queue:
+                    return
+                index, job = queue.pop(0)
+            results[index] = job()
+
+    threads = [threading.Thread(target=worker) for _ in range(max(1, min(parallel, len(jobs))))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            mode=dict(type="str", choices=["login", "known_hosts"], default="login"),
+            name=dict(type="str", required=True),
+            peers=dict(type="list", elements="dict", required=True, options=dict(
+                name=dict(type="str", required=True),
+                host=dict(type="str", required=True))),
+            parallel=dict(type="int", default=4),
+            timeout=dict(type="int", default=10),
+            retries=dict(type="int", default=2),
+            known_hosts=dict(type="path"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    for key, low, high in (("parallel", 1, 64), ("timeout", 1, 300), ("retries", 0, 10)):
+        if not low <= p[key] <= high:
+            module.fail_json(msg="%s must be %d-%d, got %d" % (key, low, high, p[key]))
+    start = time.time()
+    if p["mode"] == "known_hosts":
+        path = p["known_hosts"] or os.path.expanduser("~/.ssh/known_hosts")
+        pairs = [known(module, p["name"], peer, path) for peer in p["peers"]]
+        good = "known"
+    else:
+        pairs = run_all([(lambda peer=peer: login(module, p["name"], peer, p["timeout"], p["retries"]))
+                         for peer in p["peers"]], p["parallel"])
+        good = "ok"
+    module.exit_json(changed=False, pairs=pairs, elapsed_s=round(time.time() - start, 3),
+                     failed_peers=[x["dst"] for x in pairs if x["verdict"] != good])
+
+
+if __name__ == "__main__":
+    main()
