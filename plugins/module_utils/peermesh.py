@@ -27,6 +27,15 @@ from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import probl
 #: since a node's source address may not be the address the inventory gives for it).
 GREETING = "ddp-probe "
 
+#: Problem codes per check: not run, node unreachable, node cannot reach, everywhere, one pair
+#: (documented in docs/troubleshooting.md).
+CODES = {
+    "port": ("CLUSTER_PROBE_NOT_RUN", "CLUSTER_NODE_PORT_BLOCKED", "CLUSTER_NODE_EGRESS_BLOCKED",
+             "CLUSTER_PORT_BLOCKED_EVERYWHERE", "CLUSTER_PORT_BLOCKED"),
+    "ssh": ("SSH_CHECK_NOT_RUN", "SSH_NODE_UNREACHABLE", "SSH_NODE_CANNOT_REACH",
+            "SSH_BLOCKED_EVERYWHERE", "SSH_PAIR_FAILED"),
+}
+
 #: Seconds the mesh window lasts beyond the start-up spread of the probes. A healthy mesh ends as
 #: soon as every pair is proven (milliseconds); the window only bounds how long a failing one waits.
 DEFAULT_WINDOW_S = 20.0
@@ -125,12 +134,7 @@ def mesh_problems(nodes, pairs, not_run=None, port=None, what="port", fix=None):
         * one ``CLUSTER_PORT_BLOCKED`` / ``SSH_PAIR_FAILED`` for every other failed pair.
     """
     not_run = dict(not_run or {})
-    codes = {
-        "port": ("CLUSTER_PROBE_NOT_RUN", "CLUSTER_NODE_PORT_BLOCKED", "CLUSTER_NODE_EGRESS_BLOCKED",
-                 "CLUSTER_PORT_BLOCKED_EVERYWHERE", "CLUSTER_PORT_BLOCKED"),
-        "ssh": ("SSH_CHECK_NOT_RUN", "SSH_NODE_UNREACHABLE", "SSH_NODE_CANNOT_REACH",
-                "SSH_BLOCKED_EVERYWHERE", "SSH_PAIR_FAILED"),
-    }[what]
+    codes = CODES[what]
     fix = fix or ("allow the cluster's addresses on the rendezvous port and the ephemeral range "
                   "(ddp.cluster.firewall); opening the rendezvous port alone is not enough")
     suffix = ":%s" % port if port is not None else ""

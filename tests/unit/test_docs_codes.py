@@ -10,11 +10,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def emitted_codes():
-    """First arguments of problem(...) / _problem(...) calls in plugins/ (string constants)."""
+    """First arguments of problem(...) / _problem(...) calls in plugins/ (string constants), and the strings
+    of a module-level ``CODES`` table (codes chosen at run time, e.g. module_utils/peermesh.py)."""
     codes = set()
     for path in glob.glob(os.path.join(ROOT, "plugins", "*", "*.py")):
         with open(path) as handle:
             tree = ast.parse(handle.read())
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "CODES" for t in node.targets):
+                codes.update(c.value for c in ast.walk(node.value)
+                             if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value.isupper())
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call) or not node.args:
                 continue
@@ -49,7 +54,7 @@ def test_every_role_code_is_documented():
 def test_codes_are_found():
     codes = emitted_codes()
     assert {"PREFLIGHT_LOOPBACK_RDZV", "STACK_TORCHVISION_MISMATCH", "NO_GPU", "NO_RDMA",
-            "NCCL_BUSBW_LOW", "CLUSTER_PORT_BLOCKED"} <= codes
+            "NCCL_BUSBW_LOW", "CLUSTER_PORT_BLOCKED", "SSH_PAIR_FAILED", "CLUSTER_NODE_PORT_BLOCKED"} <= codes
 
 
 def test_every_code_is_documented():
