@@ -409,7 +409,8 @@ def _repo_key_problems(values):
                 "its key is trusted only once its fingerprint matches" % name,
                 "set rdma_ofed_doca_key_url to the repository's public key (e.g. GPG-KEY-Mellanox.pub on your "
                 "mirror) and rdma_ofed_doca_key_fingerprint to its full fingerprint."))
-    for name in ("nvidia_repo_key_fingerprint", "rdma_ofed_doca_key_fingerprint"):
+    for name in ("nvidia_repo_key_fingerprint", "rdma_ofed_doca_key_fingerprint",
+                 "nvidia_repo_epel_gpg_key_fingerprint", "slurm_epel_gpg_key_fingerprint"):
         value = values.get(name)
         if isinstance(value, str) and value.strip():
             wrong = fingerprint_format_problem(value)
