@@ -21,8 +21,8 @@ _HEADER = ("# Managed by ddp.cluster.pytorch_env: every wheel the nodes install 
            "--find-links <wheelhouse> -r <this file>\n")
 
 
-def _problem(message, fix):
-    return {"code": "PYTORCH_ENV_LOCK", "variable": "pytorch_env_require_hashes", "message": message, "fix": fix}
+def _problem(code, message, fix):
+    return {"code": code, "variable": "pytorch_env_require_hashes", "message": message, "fix": fix}
 
 
 def _normalize(name):
@@ -38,6 +38,7 @@ def hash_lock(report):
     """
     if not isinstance(report, dict) or str(report.get("version")) != "1" or not isinstance(report.get("install"), list):
         return {"lock": "", "problems": [_problem(
+            "PYTORCH_ENV_LOCK",
             "pip's report is not an installation report of format version 1 (pip install --report, pip >= 22.2)",
             "upgrade pip on the controller (the Python that runs ansible-playbook), or set "
             "pytorch_env_require_hashes: false.")]}
@@ -52,29 +53,33 @@ def hash_lock(report):
         if not digest and str(archive.get("hash") or "").startswith("sha256="):
             digest = str(archive["hash"])[len("sha256="):]
         if not name or not version:
-            problems.append(_problem("pip's report has an item without a name or version (%s)" % (url or item,),
-                                     "report it: the wheelhouse holds a wheel pip cannot read."))
+            problems.append(_problem(
+                "PYTORCH_ENV_LOCK", "pip's report has an item without a name or version (%s)" % (url or item,),
+                "report it: the wheelhouse holds a wheel pip cannot read."))
             continue
         if not url.startswith("file:") or not url.endswith(".whl"):
             problems.append(_problem(
+                "PYTORCH_ENV_LOCK",
                 "%s %s would not come from a wheel in the wheelhouse (%s)" % (name, version, url or "no URL"),
                 "fill the wheelhouse again (remove its .ddp-* marker files) so that it holds every wheel."))
             continue
         if not _SHA256.match(digest.lower()):
             problems.append(_problem(
-                "pip's report gives no sha256 for %s %s (%s)" % (name, version, url),
+                "PYTORCH_ENV_LOCK", "pip's report gives no sha256 for %s %s (%s)" % (name, version, url),
                 "upgrade pip on the controller (pip >= 23.0 hashes local wheels in its report)."))
             continue
         key = _normalize(name)
         if key in seen:
-            problems.append(_problem("pip's report names %s twice (%s and %s)" % (key, seen[key], version),
-                                     "report it: one resolution installs each project once."))
+            problems.append(_problem(
+                "PYTORCH_ENV_LOCK", "pip's report names %s twice (%s and %s)" % (key, seen[key], version),
+                "report it: one resolution installs each project once."))
             continue
         seen[key] = version
         lines.append("%s==%s --hash=sha256:%s" % (key, version, digest.lower()))
     if problems:
         return {"lock": "", "problems": problems}
     if not lines:
-        return {"lock": "", "problems": [_problem("pip's report installs nothing: there is nothing to pin",
-                                                  "check pytorch_env_extra_packages and the torch stack.")]}
+        return {"lock": "", "problems": [_problem(
+            "PYTORCH_ENV_LOCK", "pip's report installs nothing: there is nothing to pin",
+            "check pytorch_env_extra_packages and the torch stack.")]}
     return {"lock": _HEADER + "\n".join(sorted(lines)) + "\n", "problems": []}
