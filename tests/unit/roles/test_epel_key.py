@@ -3,7 +3,7 @@ installed only after EPEL's key matched its pinned fingerprint and was imported,
 
 The task file runs on this machine over the local connection with stand-ins for ``rpm`` and ``dnf`` first on PATH
 (they log their arguments; ``rpm -q`` answers from FAKE_RPM_INSTALLED), the key served over HTTP from a fixture.
-The collection is the checkout's (the repository's ansible.cfg, run from the repository root).
+The collection is the checkout's (tests/checkout_env.py).
 """
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ import sys
 import threading
 
 import pytest
+
+from checkout_env import checkout_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "openpgp")
@@ -69,10 +71,9 @@ def converge(tmp_path, epel_in, installed=""):
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     log = tmp_path / "calls.log"
     log.write_text("")
-    env = dict(os.environ, PATH="%s:%s:%s" % (bindir, os.path.dirname(sys.executable), os.environ["PATH"]),
-               FAKE_LOG=str(log), FAKE_RPM_INSTALLED=installed, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
-    env.pop("ANSIBLE_COLLECTIONS_PATH", None)
+    env = checkout_env(PATH="%s:%s:%s" % (bindir, os.path.dirname(sys.executable), os.environ["PATH"]),
+                       FAKE_LOG=str(log), FAKE_RPM_INSTALLED=installed, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+                       ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
     proc = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
          "-e", "ansible_python_interpreter=%s" % sys.executable, "-e", json.dumps({"epel_in": epel_in}),

@@ -3,7 +3,7 @@ the node's pip installs from it with --require-hashes (wheelhouse.yml, then pip.
 
 Runs on this machine over the local connection, without a network: the "index" is a folder of two wheels made
 here (ddpfake-a needs ddpfake-b), given to `pip download` with --no-index --find-links; the node's environment
-is a venv in the test's folder. The collection is the checkout's (the repository's ansible.cfg).
+is a venv in the test's folder. The collection is the checkout's (tests/checkout_env.py).
 """
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ import sys
 import zipfile
 
 import pytest
+
+from checkout_env import checkout_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 BIN = os.path.dirname(sys.executable)
@@ -82,9 +84,8 @@ def converged(tmp_path_factory):
     wheels = [_wheel(str(index), "ddpfake_a", "1.0", ["ddpfake-b>=2"]), _wheel(str(index), "ddpfake_b", "2.0")]
     subprocess.run([sys.executable, "-m", "venv", str(tmp / "venv")], check=True, capture_output=True)
     (tmp / "play.yml").write_text(PLAYBOOK)
-    env = dict(os.environ, PATH="%s:%s" % (BIN, os.environ["PATH"]), ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-               ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
-               PIP_CONFIG_FILE=os.devnull)
+    env = checkout_env(PATH="%s:%s" % (BIN, os.environ["PATH"]), ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
+                       ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", PIP_CONFIG_FILE=os.devnull)
     extra = {"index": str(index), "venv": str(tmp / "venv"), "pytorch_env_wheelhouse": str(tmp / "wheelhouse"),
              "pytorch_env_node_wheelhouse": str(tmp / "node-wheelhouse"), "ansible_python_interpreter": sys.executable,
              "out": str(tmp / "pip-input.json")}
