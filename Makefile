@@ -9,6 +9,9 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 NODES ?= 3
 export ANSIBLE_FORCE_COLOR ?= 0
+# ddp.cluster is this checkout's (ansible.cfg: collections_path = ./collections): variables that beat ansible.cfg
+# and could put another copy first (a ~/.ansible/collections one, say) are not passed on (tests/checkout_env.py).
+unexport ANSIBLE_CONFIG ANSIBLE_COLLECTIONS_PATH ANSIBLE_COLLECTIONS_PATHS ANSIBLE_ROLES_PATH
 export PATH := $(abspath $(BIN)):$(PATH)
 
 APT_PACKAGES := podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables git iperf3 shellcheck

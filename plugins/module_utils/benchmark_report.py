@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 
 from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import (
     parse_nccl_debug,
@@ -777,24 +776,3 @@ def horovod_command(hosts, slots, program, environ, controller="gloo", ssh_port=
     else:
         raise ValueError("controller must be gloo or mpi, got %r" % controller)
     return {"argv": argv + [str(p) for p in program], "np": np_, "forwarded": forwarded}
-
-
-def audit_launch_line(line, environ):
-    """Flag a hand-written mpirun/horovodrun line that does not forward what the ranks need (C17).
-
-    :param line: the command line as text. :param environ: the launch environment.
-    :returns: ``{launcher, forwarded, missing}``: ``missing`` lists the names in
-        :func:`forwarded_names` that an ``mpirun`` line does not pass with ``-x``
-        (empty for horovodrun, which forwards its environment itself).
-    """
-    argv = shlex.split(line)
-    launcher = next((a.rsplit("/", 1)[-1] for a in argv if a.rsplit("/", 1)[-1] in ("mpirun", "mpiexec", "horovodrun")),
-                    None)
-    forwarded = set()
-    for index, arg in enumerate(argv):
-        if arg == "-x" and index + 1 < len(argv):
-            forwarded.add(argv[index + 1].split("=", 1)[0])
-        elif arg.startswith("-x") and len(arg) > 2 and arg[2] != "-":
-            forwarded.add(arg[2:].split("=", 1)[0])
-    missing = [] if launcher == "horovodrun" else [n for n in forwarded_names(environ) if n not in forwarded]
-    return {"launcher": launcher, "forwarded": sorted(forwarded), "missing": missing}

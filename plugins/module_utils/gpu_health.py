@@ -26,7 +26,6 @@ from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import (
     parse_xid_lines,
     probe_not_called,
     version_lt,
-    version_tuple,
     xid_info,
 )
 from ansible_collections.ddp.cluster.plugins.module_utils.pci import classify_pci
@@ -435,8 +434,3 @@ def diagnose(facts, params=None):
                 "boot) so GPU peer-to-peer and GPUDirect RDMA go through the switch; keep it in a VM/IOMMU setup "
                 "that needs isolation."))
     return problems
-
-
-def version_known(version):
-    """True when ``version`` is a dotted number (for option validation)."""
-    return version_tuple(version) is not None

@@ -262,24 +262,6 @@ def parse_query_gpu(text, fields=None):
     return {"driver_version": driver, "cuda_version": None, "gpus": gpus}
 
 
-def parse_retired_pages_csv(text, fields=None):
-    """``--query-retired-pages`` CSV -> list of ``{bus_id, uuid, address, timestamp, cause}``.
-
-    On Ampere and later the addresses are ``[N/A]`` (row remapping replaced page retirement), so an
-    entry whose address is None is not a retired page.
-    """
-    out = []
-    for row in parse_query_csv(text, fields):
-        out.append({
-            "bus_id": normalize_bus_id(row.get("gpu_bus_id")),
-            "uuid": row.get("gpu_uuid"),
-            "address": row.get("retired_pages.address"),
-            "timestamp": row.get("retired_pages.timestamp"),
-            "cause": row.get("retired_pages.cause"),
-        })
-    return out
-
-
 # ---------------------------------------------------------------- -q -x XML
 
 def _x(node, path):

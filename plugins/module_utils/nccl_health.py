@@ -65,7 +65,6 @@ MIB = 1024 * 1024
 DEFAULT_SIZES = (1 * MIB, 4 * MIB, 16 * MIB)
 SCRIPT_NAME = "ddp_nccl_allreduce.py"
 SCRIPT_PROG = SCRIPT_NAME
-TRANSPORTS = ("IB", "Socket")
 
 # torch >= 2.2 reads these under the TORCH_NCCL_ name (the old name still works, with a
 # deprecation warning). Source: torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp, where each

@@ -60,11 +60,6 @@ NCCL_NCHANNELS_PER_NET_PEER NCCL_MNNVL_ENABLE NCCL_RAS_ENABLE NCCL_RAS_ADDR NCCL
 NCCL_SHM_USE_CUDA_MEMCPY NCCL_SHM_MEMCPY_MODE NCCL_SHM_LOCALITY NCCL_GDRCOPY_ENABLE
 """.split())
 
-# The tuning variables the seeds set by hand, named and documented as role options (argument_specs).
-NAMED_OPTIONS = ("NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_IB_SL", "NCCL_IB_TC", "NCCL_SOCKET_IFNAME",
-                 "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_IB_TIMEOUT", "NCCL_IB_RETRY_CNT", "NCCL_NET_GDR_LEVEL",
-                 "NCCL_IB_DISABLE", "NCCL_IB_QPS_PER_CONNECTION", "NCCL_CROSS_NIC")
-
 _NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _OFED_INFO = re.compile(r"^(?:MLNX_OFED_LINUX|OFED-internal|OFED|DOCA-OFED|rdma-core)-([0-9][0-9A-Za-z.\-]*?):?\s*$")
 _OFED_NAME = re.compile(r"MLNX_OFED_LINUX-([0-9]+\.[0-9]+-[0-9][0-9.]*[0-9])-")
@@ -155,14 +150,6 @@ def render_nccl_conf(derived, overrides=None, sources=None):
         lines.append("# %s" % origin)
         lines.append("%s=%s" % (key, value))
     return "\n".join(lines) + "\n"
-
-
-def forced_gid_index(overrides):
-    """The cluster-wide ``NCCL_IB_GID_INDEX`` the user forces, or None (unset, null, '' or -1)."""
-    value = (overrides or {}).get("NCCL_IB_GID_INDEX")
-    if value is None or str(value).strip() in ("", "-1"):
-        return None
-    return str(value).strip()
 
 
 def node_fabric_facts(roce, mtu=None):
@@ -404,9 +391,3 @@ def mtu_plan(os_family, interface, mtu, backend="auto", nm_connection=None, netw
         plan["files"].append({"path": "/etc/systemd/network/10-ddp-rdma-%s.link" % interface, "mode": "0644",
                               "content": _link_file(interface, mtu, mac)})
     return plan
-
-
-def nmcli_mtu_differs(current, mtu):
-    """True when ``nmcli -g 802-3-ethernet.mtu`` output (``auto``, ``0`` or a number) is not ``mtu``."""
-    text = str(current or "").strip()
-    return not (text.isdigit() and int(text) == int(mtu))

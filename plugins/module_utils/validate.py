@@ -13,9 +13,9 @@ Rules: the type, choices and elements of every option of every role's argument s
 cluster-level ``ddp_*`` variables (:data:`CLUSTER_OPTIONS`); ranges by name (``*_port``, ``*_ports``,
 ``*_timeout``, ``rdma_mtu``); variables carrying one of our prefixes that nothing reads (with the
 closest known name); versions given as YAML numbers; addresses; host names; duplicate
-``ansible_host``; the cluster user; conda without a verified installer; NCCL settings NCCL does not
-document (module_utils/rdma_config.py's rule); the launcher against the scheduler; and the
-inventory shape of module_utils/preflight.py.
+``ansible_host``; the cluster user; conda without a verified installer; pip's --require-hashes without
+a wheelhouse; NCCL settings NCCL does not document (module_utils/rdma_config.py's rule); the launcher
+against the scheduler; and the inventory shape of module_utils/preflight.py.
 """
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ PROBLEM_CODES = (
     "VALIDATE_ENV_PATH",
     "VALIDATE_DOWNLOAD_NO_CHECKSUM",
     "VALIDATE_REPO_KEY",
+    "VALIDATE_REQUIRE_HASHES",
 )
 
 # Variables with one of these prefixes are ours: a name that no role and no playbook reads is refused.
@@ -372,6 +373,20 @@ def _conda_problems(values):
     return []
 
 
+def _require_hashes_problems(values):
+    hashes = values.get("pytorch_env_require_hashes")
+    if hashes is not True and str(hashes).lower() not in ("yes", "on", "1", "true"):
+        return []
+    wheelhouse = values.get("pytorch_env_wheelhouse")
+    if isinstance(wheelhouse, str) and wheelhouse.strip():
+        return []
+    return [_problem(
+        "VALIDATE_REQUIRE_HASHES", "pytorch_env_require_hashes",
+        "pytorch_env_require_hashes is true but pytorch_env_wheelhouse is empty: the lock file of hashes is "
+        "written from the controller's wheelhouse",
+        "set pytorch_env_wheelhouse to a folder on the controller, or pytorch_env_require_hashes: false.")]
+
+
 def _download_problems(values):
     """Tarballs downloaded by URL need a checksum; a given checksum must be <algorithm>:<hex>."""
     out = []
@@ -411,7 +426,8 @@ def _repo_key_problems(values):
                 "its key is trusted only once its fingerprint matches" % name,
                 "set rdma_ofed_doca_key_url to the repository's public key (e.g. GPG-KEY-Mellanox.pub on your "
                 "mirror) and rdma_ofed_doca_key_fingerprint to its full fingerprint."))
-    for name in ("nvidia_repo_key_fingerprint", "rdma_ofed_doca_key_fingerprint"):
+    for name in ("nvidia_repo_key_fingerprint", "rdma_ofed_doca_key_fingerprint",
+                 "nvidia_repo_epel_gpg_key_fingerprint", "slurm_epel_gpg_key_fingerprint"):
         value = values.get(name)
         if isinstance(value, str) and value.strip():
             wrong = fingerprint_format_problem(value)
@@ -451,6 +467,7 @@ def _node_problems(values, known):
         out.extend(_user_problems(name, values.get(name)))
     out.extend(_conda_problems(values))
     out.extend(_download_problems(values))
+    out.extend(_require_hashes_problems(values))
     out.extend(_repo_key_problems(values))
     out.extend(_nccl_problems(values))
     for name, pattern, wanted in SHELL_VALUE_RULES:

@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+from checkout_env import checkout_env
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = os.path.join(ROOT, "molecule", "local", "inventory", "nodes")
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
@@ -66,7 +68,7 @@ def restart_mol2():
         "ddp-mol2 did not come back (systemctl is-system-running)"
     # A restarted container may get a new address on the podman network (as a host may from DHCP):
     # re-apply the access stage so the firewall's cluster sources and known_hosts hold it again.
-    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", MOLECULE_PROJECT_DIRECTORY=ROOT)
+    env = checkout_env(ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", MOLECULE_PROJECT_DIRECTORY=ROOT)
     proc = subprocess.run([PLAYBOOK_BIN, "-i", INVENTORY, "playbooks/access.yml"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
@@ -83,7 +85,7 @@ def restart_mol2():
 
 
 def test_node_lost_mid_run_is_named_and_nothing_is_left(restart_mol2):
-    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", MOLECULE_PROJECT_DIRECTORY=ROOT)
+    env = checkout_env(ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", MOLECULE_PROJECT_DIRECTORY=ROOT)
     # torchrun launched by Ansible (test_slurm_faults.py covers the Slurm launcher).
     cmd = [PLAYBOOK_BIN, "-i", INVENTORY, "playbooks/benchmark.yml", "-e", "ddp_benchmark_launcher=torchrun",
            "-e", '{"ddp_benchmark_scopes": ["all_nodes"], "ddp_benchmark_variants": []}',

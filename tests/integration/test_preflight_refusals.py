@@ -13,13 +13,15 @@ import sys
 
 import pytest
 
+from checkout_env import checkout_env
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = os.path.join(ROOT, "tests", "integration", "inventory", "hosts.yml")
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 
 
 def run_site(extra_vars, inventory=INVENTORY):
-    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    env = checkout_env(ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
     cmd = [PLAYBOOK_BIN, "-i", inventory, "site.yml", "-e", json.dumps(extra_vars)]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
 

@@ -21,6 +21,8 @@ import time
 
 import pytest
 
+from checkout_env import checkout_env
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = os.path.join(ROOT, "molecule", "local", "inventory", "nodes")
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
@@ -52,7 +54,7 @@ def podman_exec(node, *argv, check=True):
 
 
 def run_playbook(playbook, *extra, inventory=INVENTORY, timeout=900):
-    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", MOLECULE_PROJECT_DIRECTORY=ROOT)
+    env = checkout_env(ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", MOLECULE_PROJECT_DIRECTORY=ROOT)
     cmd = [PLAYBOOK_BIN, "-i", inventory] + list(extra) + [playbook]
     start = time.time()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)

@@ -13,6 +13,8 @@ import sys
 
 import pytest
 
+from checkout_env import checkout_env
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = os.path.join(ROOT, "tests", "integration", "inventory", "hosts.yml")
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
@@ -51,7 +53,7 @@ STAGE_CASES = [CASES[0], CASES[5], CASES[9], CASES[15]]
 
 
 def run(playbook, extra_vars, inventory=INVENTORY):
-    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    env = checkout_env(ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
     cmd = [PLAYBOOK_BIN, "-i", inventory, playbook, "-e", json.dumps(extra_vars)]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
     return proc, proc.stdout + proc.stderr

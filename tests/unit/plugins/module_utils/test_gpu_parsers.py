@@ -90,12 +90,6 @@ def test_reasons_from_mask():
     assert P.reasons_from_mask("[N/A]") is None
 
 
-def test_retired_pages_csv():
-    rows = P.parse_retired_pages_csv(fixture("nvidia-smi_query-retired-pages_csv_1xH100_driver590__nvidia_gpu_exporter-captures.txt"))
-    assert [r["cause"] for r in rows] == ["Single Bit ECC", "Double Bit ECC"]
-    assert all(r["address"] is None and r["bus_id"] == "0000:00:09.0" for r in rows)
-
-
 def test_xml_rejects_other_text():
     with pytest.raises(ValueError):
         P.parse_smi_xml("No devices were found")

@@ -154,7 +154,7 @@ def _nodes(**tables):
 ])
 def test_cluster_checks(nodes, planned_mtu, forced, expected):
     per_node = dict((n, rdma_config.node_fabric_facts(r, planned_mtu)) for n, r in nodes.items())
-    problems = cluster_problems(per_node, rdma_config.forced_gid_index({"NCCL_IB_GID_INDEX": forced}))
+    problems = cluster_problems(per_node, forced)
     assert codes(problems) == expected
     severities = set(p["severity"] for p in problems)
     if forced is not None and expected:
@@ -163,11 +163,6 @@ def test_cluster_checks(nodes, planned_mtu, forced, expected):
         assert severities == {"warning"}
     if expected == ["CLUSTER_MTU_MISMATCH"]:
         assert severities == {"error"} and "1500 on n1" in problems[0]["message"]
-
-
-@pytest.mark.parametrize("value, expected", [(None, None), ("", None), ("-1", None), (-1, None), (3, "3"), ("7", "7")])
-def test_forced_gid_index(value, expected):
-    assert rdma_config.forced_gid_index({"NCCL_IB_GID_INDEX": value}) == expected
 
 
 def test_node_fabric_facts_of_cpu_node():
@@ -279,11 +274,6 @@ def test_mtu_plan_errors(kwargs, error):
     ("System ens1f0\n", "System ens1f0"), ("\n", None), ("", None)])
 def test_nmcli_connection(text, name):
     assert rdma_config.nmcli_connection(text) == name
-
-
-@pytest.mark.parametrize("current, differs", [("auto", True), ("0", True), ("1500", True), ("9000\n", False)])
-def test_nmcli_mtu_differs(current, differs):
-    assert rdma_config.nmcli_mtu_differs(current, 9000) is differs
 
 
 def test_networkctl_network_file():

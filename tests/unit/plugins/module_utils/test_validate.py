@@ -87,6 +87,13 @@ BAD = [
     ({"rdma_mode": "ofed", "rdma_ofed_kind": "doca", "rdma_ofed_doca_key_url": "https://mirror.invalid/k.pub"},
      "VALIDATE_REPO_KEY", "rdma_ofed_doca_key_fingerprint", "fingerprint"),
     ({"nvidia_repo_key_fingerprint": "3bf863cc"}, "VALIDATE_REPO_KEY", "nvidia_repo_key_fingerprint", "40"),
+    ({"slurm_epel_gpg_key_fingerprint": "3228467c"}, "VALIDATE_REPO_KEY", "slurm_epel_gpg_key_fingerprint", "40"),
+    ({"nvidia_repo_epel_gpg_key_fingerprint": "0x2F86D6A1"}, "VALIDATE_REPO_KEY",
+     "nvidia_repo_epel_gpg_key_fingerprint", "40"),
+    ({"pytorch_env_require_hashes": True}, "VALIDATE_REQUIRE_HASHES", "pytorch_env_require_hashes",
+     "pytorch_env_wheelhouse"),
+    ({"pytorch_env_require_hashes": "yes", "pytorch_env_wheelhouse": " "}, "VALIDATE_REQUIRE_HASHES",
+     "pytorch_env_require_hashes", "lock file"),
     ({"ddp_benchmark_launcher": "slurm"}, "VALIDATE_LAUNCHER_NEEDS_SLURM", "ddp_benchmark_launcher", "ddp_scheduler"),
     ({"pytorch_env_path": "/opt/other"}, "VALIDATE_ENV_PATH", "pytorch_env_path", "ddp_env_path"),
     ({"ddp_env_path": "/srv/env", "ddp_benchmark_env_path": "/opt/ddp/venv"}, "VALIDATE_ENV_PATH",
@@ -126,6 +133,11 @@ GOOD = [
     {"rdma_mode": "ofed", "rdma_ofed_kind": "doca", "rdma_ofed_doca_key_url": "https://mirror.invalid/k.pub",
      "rdma_ofed_doca_key_fingerprint": "EB69 3B30 35CD 5710 E231  E123 A4B4 6996 3BF8 63CC"},
     {"nvidia_repo_key_fingerprint": "610C7B14E068A878070DA4E99CD0A493D42D0685"},
+    {"pytorch_env_require_hashes": True, "pytorch_env_wheelhouse": "/srv/wheelhouse"},
+    {"pytorch_env_require_hashes": False},
+    {"slurm_epel_gpg_key_fingerprint": "FF8A D134 4597 106E CE81  3B91 8A38 72BF 3228 467C",
+     "slurm_epel_gpg_key_url": "https://mirror.invalid/epel/RPM-GPG-KEY-EPEL-9",
+     "nvidia_repo_epel_gpg_key_fingerprint": "94E279EB8D8F25B21810ADF121EA45AB2F86D6A1"},
 ]
 
 
