@@ -27,10 +27,6 @@ SSH_FORBIDDEN_BITS = {
 SSH_RECOMMENDED = {"dir": "0700", "authorized_keys": "0600", "private_key": "0600", "known_hosts": "0600"}
 
 
-def _distinct(values):
-    return sorted(set(v for v in values if v not in (None, "")))
-
-
 def version_problems(node_versions, keys=("driver", "cuda", "nccl", "torch")):
     """Versions that differ between nodes.
 

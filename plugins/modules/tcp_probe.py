@@ -16,7 +16,7 @@ description:
   - C(mode=listen) binds O(port) on O(bind_address), accepts up to O(count) connections, and
     returns when it has them or after O(timeout) seconds. Run it with C(async) on the rendezvous
     host while the other nodes connect.
-  - C(mode=mesh) is the node-to-node check of a whole cluster in one call per node: it listens on
+  - C(mode=mesh) is the node-to-node check of a whole cluster in one call per node. It listens on
     O(port) and, at the same time, connects to O(port) on every one of O(peers) concurrently, then
     returns when every peer is reached and has reached it, or after O(window) seconds. Run it with
     C(async) and C(poll=0) on every node together, then collect it with
