@@ -103,7 +103,8 @@ def test_health_names_the_blocked_pair_within_its_window():
     addr = podman_exec("ddp-mol2", "hostname", "-I").stdout.split()[0]
     podman_exec("ddp-mol1", "firewall-cmd", "--zone=ddp-cluster", "--remove-source=%s" % addr)
     try:
-        proc, elapsed = run_playbook("playbooks/health.yml", "-e", "ddp_health_probe_window=8")
+        proc, elapsed = run_playbook("playbooks/health.yml", "-e", "ddp_health_probe_window=8",
+                                     "-e", "ddp_health_join_timeout=20")
     finally:
         podman_exec("ddp-mol1", "firewall-cmd", "--reload")
     out = proc.stdout + proc.stderr
