@@ -90,8 +90,8 @@ def mesh_plan(hosts, forks, base_s=DEFAULT_WINDOW_S, launch_s=DEFAULT_LAUNCH_S):
     :raises ValueError: on repeated names or addresses (two inventory names for one machine make
         every pair between them look fine while proving nothing).
     """
-    names = [name for name, _ in hosts]
-    addresses = [address for _, address in hosts]
+    names = [host[0] for host in hosts]
+    addresses = [host[1] for host in hosts]
     if len(set(addresses)) != len(addresses):
         raise ValueError("addresses repeat: %s" % ", ".join(sorted(a for a in set(addresses) if addresses.count(a) > 1)))
     address_of = dict(hosts)

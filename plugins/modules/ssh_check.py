@@ -156,7 +156,7 @@ def run_all(jobs, parallel):
                 index, job = queue.pop(0)
             results[index] = job()
 
-    threads = [threading.Thread(target=worker) for _ in range(max(1, min(parallel, len(jobs))))]
+    threads = [threading.Thread(target=worker) for _slot in range(max(1, min(parallel, len(jobs))))]
     for thread in threads:
         thread.start()
     for thread in threads:
