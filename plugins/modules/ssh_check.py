@@ -107,6 +107,7 @@ elapsed_s:
 """
 
 import os
+import pwd
 import threading
 import time
 
@@ -185,7 +186,7 @@ def main():
             module.fail_json(msg="%s must be %d-%d, got %d" % (key, low, high, p[key]))
     start = time.time()
     if p["mode"] == "known_hosts":
-        path = p["known_hosts"] or os.path.expanduser("~/.ssh/known_hosts")
+        path = p["known_hosts"] or os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".ssh", "known_hosts")
         pairs = [known(module, p["name"], peer, path) for peer in p["peers"]]
         good = "known"
     else:

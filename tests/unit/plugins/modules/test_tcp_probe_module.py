@@ -40,7 +40,7 @@ def run_mesh(n, window, skip=(), late=None, port=None):
 
 @pytest.mark.parametrize("n", [3, 8])
 def test_healthy_mesh_ends_at_once(n):
-    out, took, _ = run_mesh(n, window=10)
+    out, took, _port = run_mesh(n, window=10)
     assert took < 3, "a healthy mesh does not wait for its window (took %.1f s)" % took
     for name, (pairs, seen, missing) in out.items():
         assert [p["verdict"] for p in pairs] == ["open"] * (n - 1)
@@ -48,14 +48,14 @@ def test_healthy_mesh_ends_at_once(n):
 
 
 def test_late_starter_is_retried():
-    out, took, _ = run_mesh(3, window=6, late=("node2", 1.0))
+    out, took, _port = run_mesh(3, window=6, late=("node2", 1.0))
     attempts = [p["attempts"] for p in out["node0"][0] if p["dst"] == "node2"]
     assert attempts[0] > 1 and out["node0"][0][-1]["verdict"] == "open"
     assert took < 4
 
 
 def test_node_that_never_listens_is_refused_within_the_window():
-    out, took, _ = run_mesh(4, window=2, skip=("node3",))
+    out, took, _port = run_mesh(4, window=2, skip=("node3",))
     assert 1.5 < took < 5
     for name in ("node0", "node1", "node2"):
         pairs, seen, missing = out[name]
