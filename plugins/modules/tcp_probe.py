@@ -204,12 +204,22 @@ def connect_once(host, port, timeout, greeting=None):
         sock.close()
 
 
-def listen(bind_address, port, count, timeout):
-    """I/O edge: accept up to ``count`` connections within ``timeout`` seconds."""
+def bound_server(bind_address, port, backlog):
+    """I/O edge: a listening TCP socket on ``bind_address:port``; raises OSError when the port is taken."""
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind((bind_address, port))
-    server.listen(max(count, 1))
+    try:
+        server.bind((bind_address, port))
+        server.listen(backlog)
+    except OSError:
+        server.close()
+        raise
+    return server
+
+
+def listen(bind_address, port, count, timeout):
+    """I/O edge: accept up to ``count`` connections within ``timeout`` seconds."""
+    server = bound_server(bind_address, port, max(count, 1))
     deadline = time.time() + timeout
     peers = []
     try:
@@ -284,10 +294,7 @@ def mesh(me, peers, port, attempt_timeout, window, bind_address):
     :raises OSError: when the port cannot be bound.
     """
     deadline = time.time() + window
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind((bind_address, port))
-    server.listen(max(128, len(peers)))
+    server = bound_server(bind_address, port, max(128, len(peers)))
     seen, lock = [], threading.Lock()
     expected = set(p["name"] for p in peers)
     listener = threading.Thread(target=_accept_peers, args=(server, expected, deadline, seen, lock))
@@ -310,6 +317,12 @@ def mesh(me, peers, port, attempt_timeout, window, bind_address):
     with lock:
         got = sorted(set(seen))
     return pairs, got, sorted(expected - set(got))
+
+
+def fail_listen(module, exc):
+    """The one message for a port this node cannot listen on."""
+    module.fail_json(msg="cannot listen on %s:%d: %s (is something, such as a leftover torchrun, "
+                         "already using the port?)" % (module.params["bind_address"], module.params["port"], exc))
 
 
 def build_module():
@@ -346,8 +359,7 @@ def main():
             pairs, seen, missing = mesh(params["name"], params["peers"], params["port"], params["timeout"],
                                         params["window"], params["bind_address"])
         except OSError as exc:
-            module.fail_json(msg="cannot listen on %s:%d: %s (is something, such as a leftover torchrun, "
-                                 "already using the port?)" % (params["bind_address"], params["port"], exc))
+            fail_listen(module, exc)
         reached = sum(1 for p in pairs if p["verdict"] == "open")
         module.exit_json(changed=False, pairs=pairs, peers=seen, missing=missing,
                          elapsed_s=round(time.time() - start, 3),
@@ -357,8 +369,7 @@ def main():
         try:
             peers = listen(params["bind_address"], params["port"], params["count"], params["timeout"])
         except OSError as exc:
-            module.fail_json(msg="cannot listen on %s:%d: %s (is something, such as a leftover torchrun, "
-                                 "already using the port?)" % (params["bind_address"], params["port"], exc))
+            fail_listen(module, exc)
         module.exit_json(changed=False, peers=peers, elapsed_s=round(time.time() - start, 3),
                          message="%d of %d peer(s) connected" % (len(peers), params["count"]))
     address, err_no, timed_out, resolve_failed = connect_once(params["host"], params["port"], params["timeout"])
