@@ -92,7 +92,7 @@ def test_every_module_runs_by_fqcn(installed):
     env, work = installed
     modules = sorted(os.path.splitext(os.path.basename(p))[0]
                      for p in glob.glob(os.path.join(ROOT, "plugins", "modules", "*.py")))
-    assert modules == ["gpu_health", "hardware_facts", "nccl_health", "roce_health", "tcp_probe"]
+    assert modules == ["gpu_health", "hardware_facts", "nccl_health", "roce_health", "ssh_check", "tcp_probe"]
     playbook = os.path.join(work, "modules.yml")
     with open(playbook, "w", encoding="utf-8") as handle:
         handle.write("""---
@@ -110,6 +110,14 @@ def test_every_module_runs_by_fqcn(installed):
         timeout: 2
       register: probe
       failed_when: probe.verdict != 'refused'
+    - name: Look a peer up in an empty known_hosts
+      ddp.cluster.ssh_check:
+        mode: known_hosts
+        name: localhost
+        peers: [{name: peer, host: 192.0.2.1}]
+        known_hosts: /dev/null
+      register: known
+      failed_when: known.failed_peers != ['peer']
     - name: Check the GPUs
       ddp.cluster.gpu_health:
         check_xid: false
