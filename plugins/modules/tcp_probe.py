@@ -20,7 +20,7 @@ description:
     O(port) and, at the same time, connects to O(port) on every one of O(peers) concurrently, then
     returns when every peer is reached and has reached it, or after O(window) seconds. Run it with
     C(async) and C(poll=0) on every node together, then collect it with
-    M(ansible.builtin.async_status). Its length does not grow with the node count; a connection that
+    C(ansible.builtin.async_status). Its length does not grow with the node count; a connection that
     is refused is retried until the window ends (the peer's listener may start later), a firewall
     reject, an unreachable network or an unresolved name is final at once. Peers are probed in a
     rotated order (node I(i) starts with node I(i+1)) so that no node receives every connection at
