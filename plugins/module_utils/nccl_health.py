@@ -1,6 +1,10 @@
 # Copyright: ddp.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pure diagnosis for the nccl_health module, and the all-reduce script it runs under torchrun.
+"""Pure diagnosis for the nccl_health module, and the command line of the all-reduce script it runs.
+
+The script is a real file, ``roles/pytorch_env/files/ddp_nccl_allreduce.py``: the pytorch_env role
+installs it as ``<env>/share/ddp-cluster/ddp_nccl_allreduce.py`` (:func:`default_script`), and the
+module runs it under torchrun on every node.
 
 No I/O here: the module runs the commands and hands their exit status, output and result file to
 these functions, which return problems in the shared shape (module_utils/diagnosis.py) and facts.
@@ -63,7 +67,9 @@ MIB = 1024 * 1024
 # Small enough for Gloo on two CPU cores in seconds; on GPUs pass sizes of 1 GiB and more to
 # compare with the thresholds in docs/troubleshooting.md.
 DEFAULT_SIZES = (1 * MIB, 4 * MIB, 16 * MIB)
+# Where the pytorch_env role installs roles/pytorch_env/files/ddp_nccl_allreduce.py, under the environment.
 SCRIPT_NAME = "ddp_nccl_allreduce.py"
+SCRIPT_DIR = ("share", "ddp-cluster")
 SCRIPT_PROG = SCRIPT_NAME
 
 # torch >= 2.2 reads these under the TORCH_NCCL_ name (the old name still works, with a
@@ -108,213 +114,10 @@ WARN_HINTS = (
      "an RDMA transfer failed: check the RoCE port (roce_health), PFC/ECN on the switch and the GID index"),
 )
 
-# --------------------------------------------------------------------------------------------
-# The all-reduce script. stdlib + torch; the module writes it to a temp dir and runs it with
-# torchrun on every node. Every node's LOCAL_RANK 0 writes the same JSON to --output.
-# --------------------------------------------------------------------------------------------
-ALLREDUCE_SCRIPT = r'''# Written by ddp.cluster.nccl_health; run with torchrun.
-"""Time torch.distributed.all_reduce over a sweep of sizes; report algbw and busbw per size.
 
-algbw = bytes / time (GB/s, 1e9); busbw = algbw * 2(n-1)/n, the all-reduce factor of nccl-tests
-doc/PERFORMANCE.md. time is the slowest rank's mean over --iters calls after --warmup calls.
-Correctness: once per size, each rank contributes rank+1; every element must equal n(n+1)/2.
-"""
-import argparse
-import datetime
-import json
-import os
-import pickle
-import socket
-import sys
-import tempfile
-import time
-
-PROG = "ddp_nccl_allreduce.py"
-
-
-class TestError(Exception):
-    pass
-
-
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog=PROG)
-    p.add_argument("--sizes", default="1048576,4194304,16777216", help="comma-separated message sizes in bytes")
-    p.add_argument("--iters", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto")
-    p.add_argument("--timeout", type=int, default=300, help="init_process_group timeout, seconds")
-    p.add_argument("--output", required=True)
-    return p.parse_args(argv)
-
-
-def gather_objects(torch, dist, obj, device, world_size):
-    """all_gather_object without NumPy (the CPU wheel's all_gather_object needs it)."""
-    data = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8).to(device)
-    size = torch.tensor([data.numel()], dtype=torch.long, device=device)
-    sizes = [torch.zeros_like(size) for _r in range(world_size)]
-    dist.all_gather(sizes, size)
-    sizes = [int(s.item()) for s in sizes]
-    padded = torch.zeros(max(sizes), dtype=torch.uint8, device=device)
-    padded[: data.numel()] = data
-    chunks = [torch.zeros_like(padded) for _r in range(world_size)]
-    dist.all_gather(chunks, padded)
-    return [pickle.loads(bytes(c[:n].cpu().tolist())) for c, n in zip(chunks, sizes)]
-
-
-def write_json_atomic(path, data):
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".nccl_health.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def nccl_version(torch):
-    if not torch.cuda.is_available():
-        return None
-    try:
-        v = torch.cuda.nccl.version()
-    except Exception:
-        return None
-    return ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
-
-
-def run(args):
-    env = os.environ
-    try:
-        rank, local_rank = int(env["RANK"]), int(env["LOCAL_RANK"])
-        world_size = int(env["WORLD_SIZE"])
-        local_world = int(env.get("LOCAL_WORLD_SIZE", "1"))
-        group_rank = int(env.get("GROUP_RANK", "0"))
-    except (KeyError, ValueError) as exc:
-        raise TestError("missing or bad torchrun environment (%s); launch with torchrun" % exc)
-    try:
-        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    except ValueError:
-        raise TestError("--sizes must be comma-separated integers, got %r" % args.sizes)
-    if not sizes or min(sizes) < 4 or args.iters < 1 or args.warmup < 0:
-        raise TestError("need sizes >= 4 bytes, --iters >= 1 and --warmup >= 0")
-
-    import torch
-    import torch.distributed as dist
-
-    cuda = torch.cuda.is_available()
-    backend = args.backend if args.backend != "auto" else ("nccl" if cuda else "gloo")
-    if backend == "nccl" and not cuda:
-        raise TestError("backend nccl needs CUDA, but torch.cuda.is_available() is False (torch %s)"
-                        % torch.__version__)
-    on_gpu = backend == "nccl"
-    if on_gpu:
-        if local_rank >= torch.cuda.device_count():
-            raise TestError("LOCAL_RANK %d but only %d CUDA device(s) visible"
-                            % (local_rank, torch.cuda.device_count()))
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
-    else:
-        device = torch.device("cpu")
-
-    def sync():
-        if on_gpu:
-            torch.cuda.synchronize(device)
-
-    def barrier():
-        if on_gpu:
-            dist.barrier(device_ids=[local_rank])
-        else:
-            dist.barrier()
-
-    dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=args.timeout))
-    try:
-        factor = 2.0 * (world_size - 1) / world_size
-        expected = world_size * (world_size + 1) / 2.0
-        results = []
-        for size in sizes:
-            count = size // 4
-            nbytes = count * 4
-            check = torch.full((count,), float(rank + 1), dtype=torch.float32, device=device)
-            dist.all_reduce(check)
-            wrong = torch.tensor([int((check != expected).sum().item())], dtype=torch.float64, device=device)
-            del check
-            buf = torch.zeros(count, dtype=torch.float32, device=device)
-            for _w in range(args.warmup):
-                dist.all_reduce(buf)
-            sync()
-            barrier()
-            t0 = time.perf_counter()
-            for _i in range(args.iters):
-                dist.all_reduce(buf)
-            sync()
-            elapsed = torch.tensor([(time.perf_counter() - t0) / args.iters], dtype=torch.float64, device=device)
-            del buf
-            dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
-            dist.all_reduce(wrong)
-            seconds = float(elapsed.item())
-            algbw = nbytes / seconds / 1e9
-            results.append({
-                "bytes": nbytes, "count": count, "type": "float", "redop": "sum",
-                "time_us": round(seconds * 1e6, 3), "algbw_gbps": round(algbw, 6),
-                "busbw_gbps": round(algbw * factor, 6), "wrong": int(wrong.item()),
-            })
-        mine = {
-            "rank": rank, "local_rank": local_rank, "group_rank": group_rank, "host": socket.gethostname(),
-            "nccl_version": nccl_version(torch) if on_gpu else None,
-            "device": torch.cuda.get_device_name(device) if on_gpu else "cpu",
-        }
-        ranks = sorted(gather_objects(torch, dist, mine, device, world_size), key=lambda r: r["rank"])
-        hosts, versions, devices = {}, {}, {}
-        for r in ranks:
-            hosts.setdefault(r["host"], []).append(r["rank"])
-            versions[r["host"]] = r["nccl_version"]
-            devices.setdefault(r["host"], r["device"])
-        result = {
-            "schema_version": 1,
-            "op": "all_reduce",
-            "dtype": "float32",
-            "backend": backend,
-            "world_size": world_size,
-            "nnodes": len({r["group_rank"] for r in ranks}),
-            "nproc_per_node": local_world,
-            "iterations": args.iters,
-            "warmup": args.warmup,
-            "busbw_factor": factor,
-            "results": results,
-            "avg_busbw_gbps": round(sum(r["busbw_gbps"] for r in results) / len(results), 6),
-            "hosts": hosts,
-            "devices": devices,
-            "nccl_versions": versions,
-            "torch_version": torch.__version__,
-            "cuda_version": torch.version.cuda,
-        }
-        if local_rank == 0:
-            write_json_atomic(args.output, result)
-        barrier()
-        return result
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-
-
-def main(argv=None):
-    args = parse_args(argv)
-    try:
-        run(args)
-    except TestError as exc:
-        print("%s: error: %s" % (PROG, exc), file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-'''
+def default_script(python_env):
+    """Where the pytorch_env role installs the all-reduce script in the environment ``python_env``."""
+    return "/".join([python_env.rstrip("/")] + list(SCRIPT_DIR) + [SCRIPT_NAME])
 
 
 def torchrun_argv(torchrun, nnodes, nproc_per_node, rdzv_endpoint, rdzv_id, join_timeout, script, script_args):
@@ -333,7 +136,7 @@ def torchrun_argv(torchrun, nnodes, nproc_per_node, rdzv_endpoint, rdzv_id, join
 
 
 def script_argv(sizes, iterations, warmup, backend, timeout, output):
-    """Arguments for :data:`ALLREDUCE_SCRIPT`."""
+    """Arguments for the all-reduce script (``ddp_nccl_allreduce.py``)."""
     return ["--sizes", ",".join(str(int(s)) for s in sizes), "--iters", str(iterations),
             "--warmup", str(warmup), "--backend", backend, "--timeout", str(int(timeout)), "--output", output]
 

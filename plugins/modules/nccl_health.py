@@ -9,11 +9,11 @@ module: nccl_health
 short_description: Measure all-reduce bandwidth across the nodes of the play and diagnose NCCL
 version_added: 0.2.0
 description:
-  - "O(mode=torch) (default): writes a small all-reduce script (standard library + torch) to a temporary
-    directory and runs C(<python_env>/bin/torchrun --nnodes N --nproc-per-node G --rdzv-backend c10d
-    --rdzv-endpoint HOST:PORT --rdzv-id ID --rdzv-conf join_timeout=T) on this node. Ansible runs the
-    module on every node of the play in parallel, so all nodes join one rendezvous; run it with
-    C(strategy: free) or the default linear strategy and enough C(forks) for every node."
+  - "O(mode=torch) (default): runs the all-reduce script O(script) (standard library + torch; the
+    C(pytorch_env) role installs it in the environment) with C(<python_env>/bin/torchrun --nnodes N
+    --nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HOST:PORT --rdzv-id ID --rdzv-conf join_timeout=T)
+    on this node. Ansible runs the module on every node of the play in parallel, so all nodes join one
+    rendezvous; run it with C(strategy: free) or the default linear strategy and enough C(forks) for every node."
   - The script times C(torch.distributed.all_reduce) of float32 tensors over O(sizes) after O(warmup)
     calls, takes the slowest rank's mean time over O(iterations) calls, and reports
     algbw = bytes / time and busbw = algbw x 2(n-1)/n (the all-reduce factor of nccl-tests
@@ -24,10 +24,11 @@ description:
     C(NCCL WARN) lines from the output.
   - "O(mode=nccl-tests): runs an nccl-tests C(all_reduce_perf) binary given by O(nccl_tests_path), on this
     node or under O(mpirun) when given (then run the module on one node only), and parses its table."
-  - Changes nothing on the host but a temporary directory it removes; C(changed) is always false.
+  - Changes nothing on the host but a temporary directory (for the script's result file) it removes;
+    C(changed) is always false.
 options:
   mode:
-    description: Run the embedded torch all-reduce script under torchrun, or an nccl-tests binary.
+    description: Run the torch all-reduce script O(script) under torchrun, or an nccl-tests binary.
     type: str
     choices: [torch, nccl-tests]
     default: torch
@@ -37,6 +38,12 @@ options:
         else C(<python_env>/bin/python -m torch.distributed.run).
     type: path
     default: /opt/ddp/venv
+  script:
+    description:
+      - The all-reduce script torchrun runs with O(mode=torch), an absolute path on the node. Not set,
+        C(<python_env>/share/ddp-cluster/ddp_nccl_allreduce.py), where the C(pytorch_env) role installs it.
+      - A missing file is C(NCCL_RUN_FAILED), and nothing runs.
+    type: path
   rdzv_endpoint:
     description:
       - C(HOST:PORT) of the c10d rendezvous, the same on every node (the head node's fabric address and a
@@ -144,6 +151,8 @@ attributes:
     details:
       - Reports the command it would run and checks O(environment) and the interface lists, without
         running the test, so no bandwidth, transport or version is returned.
+      - It does not look for torchrun or O(script) on the node, which the C(pytorch_env) role may install
+        in the same run.
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
@@ -166,6 +175,13 @@ EXAMPLES = r"""
     rdzv_endpoint: "ddp-node1:29510"
     nnodes: 3
     fail_on: never
+
+- name: Run the all-reduce with a script kept outside the environment (a python_env not made by pytorch_env)
+  ddp.cluster.nccl_health:
+    python_env: /opt/conda/envs/train
+    script: /srv/ddp/ddp_nccl_allreduce.py
+    rdzv_endpoint: "{{ hostvars[groups['ddp_head'][0]].ddp_fabric_address }}:29510"
+    nnodes: "{{ ansible_play_hosts | length }}"
 
 - name: Run nccl-tests on one node over NVLink
   ddp.cluster.nccl_health:
@@ -326,6 +342,7 @@ def build_module():
         argument_spec=dict(
             mode=dict(type="str", choices=["torch", "nccl-tests"], default="torch"),
             python_env=dict(type="path", default="/opt/ddp/venv"),
+            script=dict(type="path"),
             rdzv_endpoint=dict(type="str"),
             rdzv_id=dict(type="str", default="ddp-nccl-health"),
             nnodes=dict(type="int", default=1),
@@ -360,6 +377,8 @@ def validate(module):
         module.fail_json(msg="warmup must be >= 0, got %d" % params["warmup"])
     if not params["sizes"] or min(params["sizes"]) < 4:
         module.fail_json(msg="sizes must list byte counts >= 4, got %s" % params["sizes"])
+    if params["script"] is not None and not os.path.isabs(params["script"]):
+        module.fail_json(msg="script must be an absolute path on the node, got %r" % params["script"])
     if params["mode"] == "torch":
         host, _sep, port = params["rdzv_endpoint"].rpartition(":")
         if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
@@ -422,28 +441,31 @@ def main():
         finish(module, problems, facts, command, output)
 
     prefix = torchrun_prefix(params["python_env"])
-    placeholder = os.path.join("<tmpdir>", nh.SCRIPT_NAME)
+    script = params["script"] or nh.default_script(params["python_env"])
     script_args = nh.script_argv(params["sizes"], params["iterations"], params["warmup"], params["backend"],
                                  params["timeout"], os.path.join("<tmpdir>", "result.json"))
     command = nh.torchrun_argv(prefix or [os.path.join(params["python_env"], "bin", "torchrun")], params["nnodes"],
                                params["nproc_per_node"], params["rdzv_endpoint"], params["rdzv_id"],
-                               params["join_timeout"], placeholder, script_args)
+                               params["join_timeout"], script, script_args)
     if module.check_mode:
         problems = nh.check_nccl_env(env_to_check, None, subject) + (
             nh.check_socket_ifname(env_to_check, interfaces, subject) if interfaces else [])
         finish(module, problems, nh._empty_facts(), command)
+    problems = []
     if prefix is None:
-        problems = [diagnosis.problem(
+        problems.append(diagnosis.problem(
             "NCCL_RUN_FAILED", "error", subject, "no torchrun or python in %s" % params["python_env"],
-            "install the PyTorch environment (pytorch_env role) or point python_env at it")]
+            "install the PyTorch environment (pytorch_env role) or point python_env at it"))
+    if not os.path.isfile(script):
+        problems.append(diagnosis.problem(
+            "NCCL_RUN_FAILED", "error", subject, "the all-reduce script %s does not exist (or is not a file)" % script,
+            "install the PyTorch environment (pytorch_env role) or set script"))
+    if problems:
         finish(module, problems, nh._empty_facts(), command)
 
     tmpdir = tempfile.mkdtemp(prefix="ddp-nccl-health-")
     try:
-        script = os.path.join(tmpdir, nh.SCRIPT_NAME)
         output_path = os.path.join(tmpdir, "result.json")
-        with open(script, "w") as handle:
-            handle.write(nh.ALLREDUCE_SCRIPT)
         script_args = nh.script_argv(params["sizes"], params["iterations"], params["warmup"], params["backend"],
                                      params["timeout"], output_path)
         command = nh.torchrun_argv(prefix, params["nnodes"], params["nproc_per_node"], params["rdzv_endpoint"],

@@ -1,4 +1,6 @@
-"""Run nccl_health's embedded all-reduce script for real: 2 CPU processes, Gloo, tiny sizes.
+"""Run nccl_health's all-reduce script (roles/pytorch_env/files/ddp_nccl_allreduce.py) for real: 2 CPU
+processes, Gloo, tiny sizes. The shipped file runs where it is, from a temp dir that gets the result,
+as the module runs it from the environment's share/ddp-cluster.
 
 Needs torch in the interpreter running pytest (skipped otherwise), e.g.
 ``/tmp/nccl-venv/bin/python -m pytest tests/integration/test_nccl_health_local.py``.
@@ -19,6 +21,8 @@ from ansible_collections.ddp.cluster.plugins.module_utils import nccl_health as 
 
 TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
                  "TORCHELASTIC_RUN_ID", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE")
+SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                      "roles", "pytorch_env", "files", nh.SCRIPT_NAME)
 SIZES = [4096, 65536, 262144]
 NPROC = 2
 
@@ -26,13 +30,11 @@ NPROC = 2
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("nccl_health")
-    script = workdir / nh.SCRIPT_NAME
-    script.write_text(nh.ALLREDUCE_SCRIPT)
     output = workdir / "result.json"
     env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
     env["OMP_NUM_THREADS"] = "1"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(NPROC),
-           str(script)] + nh.script_argv(SIZES, 5, 2, "gloo", 60, str(output))
+           SCRIPT] + nh.script_argv(SIZES, 5, 2, "gloo", 60, str(output))
     proc = subprocess.run(cmd, cwd=str(workdir), env=env, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, "torchrun failed (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)
     with open(str(output)) as handle:
@@ -42,7 +44,7 @@ def run(tmp_path_factory):
 
 def test_result_shape(run):
     data, _output, files = run
-    assert files == sorted([nh.SCRIPT_NAME, "result.json"]), "temp files left behind: %s" % files
+    assert files == ["result.json"], "temp files left behind: %s" % files
     assert data["backend"] == "gloo" and data["world_size"] == NPROC and data["nnodes"] == 1
     assert data["nproc_per_node"] == NPROC and data["op"] == "all_reduce" and data["dtype"] == "float32"
     assert [r["bytes"] for r in data["results"]] == SIZES

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 testinfra_hosts = ["ddp_nodes"]
 
@@ -14,6 +15,8 @@ EXPECTED = {
     "net.core.default_qdisc": "fq",
     "net.ipv4.tcp_congestion_control": "bbr",
 }
+ALLREDUCE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
+                         "roles", "pytorch_env", "files", "ddp_nccl_allreduce.py")
 
 
 def test_sysctl_file_holds_every_key(host):
@@ -55,6 +58,14 @@ def test_ssh_to_the_other_node_as_the_cluster_user(host):
 def test_torch_imports_in_the_env(host):
     out = host.check_output("/opt/ddp/venv/bin/python -c 'import torch; print(torch.__version__)'")
     assert out.startswith("2.13.0")
+
+
+def test_allreduce_script_installed_in_the_env(host):
+    """nccl_health's default script: the shipped file, root's, mode 0644 (the cluster user runs it)."""
+    script = host.file("/opt/ddp/venv/share/ddp-cluster/ddp_nccl_allreduce.py")
+    assert script.exists and script.user == "root" and script.group == "root" and script.mode == 0o644
+    with open(ALLREDUCE, encoding="utf-8") as handle:
+        assert script.content_string == handle.read()
 
 
 def test_firewall_allows_the_cluster_only(host):

@@ -11,6 +11,8 @@ from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import SEVER
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                         "fixtures", "nccl")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+SCRIPT = os.path.join(ROOT, "roles", "pytorch_env", "files", "ddp_nccl_allreduce.py")
 SUBJECT = "node gpu1"
 
 
@@ -278,14 +280,26 @@ def test_torchrun_argv_and_script_args():
                                                 "--backend", "auto", "--timeout", "300", "--output", "/t/r.json"]
 
 
-def test_embedded_script_is_stdlib_and_torch_only():
-    tree = ast.parse(nh.ALLREDUCE_SCRIPT)
+def test_shipped_script_is_stdlib_and_torch_only():
+    with open(SCRIPT) as handle:
+        source = handle.read()
+    tree = ast.parse(source)
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported.update(a.name.split(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module.split(".")[0])
-    assert imported <= {"argparse", "datetime", "json", "os", "pickle", "socket", "sys", "tempfile", "time", "torch"}
-    assert "dist.all_gather_object" not in nh.ALLREDUCE_SCRIPT  # needs NumPy on the CPU wheel
-    assert nh.SCRIPT_PROG in nh.ALLREDUCE_SCRIPT
+    assert imported <= {"__future__", "argparse", "datetime", "json", "os", "pickle", "socket", "sys", "tempfile",
+                        "time", "torch"}
+    assert "dist.all_gather_object" not in source  # needs NumPy on the CPU wheel
+    assert 'PROG = "%s"' % nh.SCRIPT_PROG in source
+    assert os.path.basename(SCRIPT) == nh.SCRIPT_NAME
+
+
+def test_default_script_is_where_pytorch_env_installs_it():
+    assert nh.default_script("/opt/ddp/venv") == "/opt/ddp/venv/share/ddp-cluster/ddp_nccl_allreduce.py"
+    assert nh.default_script("/opt/ddp/venv/") == "/opt/ddp/venv/share/ddp-cluster/ddp_nccl_allreduce.py"
+    with open(os.path.join(ROOT, "roles", "pytorch_env", "tasks", "main.yml")) as handle:
+        tasks = handle.read()
+    assert 'dest: "{{ pytorch_env_path }}/share/ddp-cluster/ddp_nccl_allreduce.py"' in tasks
