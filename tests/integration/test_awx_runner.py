@@ -14,6 +14,7 @@ nodes it is mostly no-change plus the health checks and the benchmark (2-4 minut
 """
 from __future__ import annotations
 
+import base64
 import glob
 import json
 import os
@@ -119,6 +120,54 @@ def make_private_data_dir(base):
     return pdd
 
 
+def node_file(node, path):
+    """The bytes of a file on a node, read out of band (podman exec), or None when it does not exist."""
+    proc = subprocess.run(["podman", "exec", node, "cat", path], capture_output=True, check=False)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def secrets():
+    """(label, needle) pairs for every secret the converge handles: the private key of each account that
+    ssh_trust gave a key (the cluster user's, and root's where ssh_trust_root made one), the munge key, and
+    the controller's own key for these nodes (roles/local_cluster). Needles are the forms a leak would take:
+    the file's base64 (what slurp returns) and each base64 line of a PEM/OpenSSH body."""
+    found = []
+    for node in NODES:
+        home = subprocess.run(["podman", "exec", node, "getent", "passwd", "ddp"], capture_output=True,
+                              text=True, check=True).stdout.split(":")[5]
+        for account, path in (("ddp", home + "/.ssh/id_ed25519"), ("root", "/root/.ssh/id_ed25519"),
+                              ("munge", "/etc/munge/munge.key")):
+            data = node_file(node, path)
+            if data:
+                found.append(("%s:%s" % (node, path), data))
+    controller_key = os.path.join(ROOT, ".cache", "local_cluster", "ssh", "ddp-mol", "id_ed25519")
+    with open(controller_key, "rb") as handle:
+        found.append(("controller:" + controller_key, handle.read()))
+    needles = []
+    for label, data in found:
+        needles.append((label + " (base64)", base64.b64encode(data)))
+        for line in data.splitlines():
+            if len(line) >= 40 and not line.startswith(b"-----"):
+                needles.append((label + " (key body line)", line.strip()))
+        if not data.startswith(b"-----"):
+            needles.append((label + " (raw)", data))
+    return needles
+
+
+def leaks(needles, roots, extra_text=""):
+    """(needle label, file) for every needle found in a file under roots, or in extra_text."""
+    hits = []
+    paths = [os.path.join(d, f) for root in roots for d, _dirs, files in os.walk(root) for f in files]
+    for path in paths + ["<runner output>"]:
+        if path == "<runner output>":
+            content = extra_text.encode("utf-8", "replace")
+        else:
+            with open(path, "rb") as handle:
+                content = handle.read()
+        hits.extend((label, path) for label, needle in needles if needle in content)
+    return hits
+
+
 def stats_event(pdd):
     events = []
     for path in glob.glob(os.path.join(pdd, "artifacts", IDENT, "job_events", "*.json")):
@@ -162,3 +211,15 @@ def test_site_yml_through_ansible_runner_keeps_the_benchmark_summary(tmp_path):
     # The job ran the project's copy of the collection, not the clone.
     assert os.path.realpath(os.path.join(pdd, "project", "collections", "ansible_collections", "ddp", "cluster")) \
         == os.path.realpath(os.path.join(pdd, "project"))
+
+    # No private key material in anything the job left: runner's stdout and job events (set_stats included),
+    # the benchmark results, nor in what the Molecule side effect's benchmark wrote.
+    needles = secrets()
+    assert any("/.ssh/" in label for label, _n in needles), [label for label, _n in needles]
+    planted = tmp_path / "planted"  # the search finds a key that is there
+    planted.mkdir()
+    (planted / "event.json").write_bytes(b'{"content": "' + needles[0][1] + b'"}')
+    assert leaks(needles[:1], [str(planted)]) == [(needles[0][0], str(planted / "event.json"))]
+    found = leaks(needles, [artifacts, os.path.join(pdd, "benchmark"), os.path.join(ROOT, "artifacts", "molecule")],
+                  out)
+    assert not found, "private key material in: %s" % sorted(set(found))
