@@ -13,6 +13,8 @@ description:
     C(open), C(refused) (nothing listens), C(firewall_reject) (ICMP reject, read by Linux as
     "No route to host", firewalld's default), C(timeout) (DROP or no route), C(unreachable),
     C(unresolved) or C(error).
+  - A port already in use is tried again for 5 seconds before the module fails; the failure message
+    then names what holds the port, as C(ss -tanp) shows it.
   - C(mode=listen) binds O(port) on O(bind_address), accepts up to O(count) connections, and
     returns when it has them or after O(timeout) seconds. Run it with C(async) on the rendezvous
     host while the other nodes connect.
@@ -163,6 +165,7 @@ missing:
   sample: []
 """
 
+import errno
 import socket
 import threading
 import time
@@ -174,6 +177,8 @@ from ansible_collections.ddp.cluster.plugins.module_utils.peermesh import GREETI
 # Verdicts worth another attempt inside the mesh window: the peer's listener may not be up yet
 # (refused); everything else (a firewall reject, no route, no name) is final.
 _RETRY = ("refused",)
+# Seconds a port in use is tried again before the probe gives up on listening (see bound_server).
+BIND_PATIENCE_S = 5.0
 
 
 def connect_once(host, port, timeout, greeting=None):
@@ -204,17 +209,26 @@ def connect_once(host, port, timeout, greeting=None):
         sock.close()
 
 
-def bound_server(bind_address, port, backlog):
-    """I/O edge: a listening TCP socket on ``bind_address:port``; raises OSError when the port is taken."""
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        server.bind((bind_address, port))
-        server.listen(backlog)
-    except OSError:
-        server.close()
-        raise
-    return server
+def bound_server(bind_address, port, backlog, patience=None):
+    """I/O edge: a listening TCP socket on ``bind_address:port``.
+
+    A port in use is tried again every 0.5 s for up to ``patience`` seconds: the probe port lies in the
+    ephemeral range, where a short-lived outgoing connection of another program can hold it for a moment.
+    :raises OSError: when the port is still taken after that, or cannot be bound for another reason.
+    """
+    deadline = time.time() + (BIND_PATIENCE_S if patience is None else patience)
+    while True:
+        server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            server.bind((bind_address, port))
+            server.listen(backlog)
+            return server
+        except OSError as exc:
+            server.close()
+            if exc.errno != errno.EADDRINUSE or time.time() >= deadline:
+                raise
+        time.sleep(0.5)
 
 
 def listen(bind_address, port, count, timeout):
@@ -319,10 +333,22 @@ def mesh(me, peers, port, attempt_timeout, window, bind_address):
     return pairs, got, sorted(expected - set(got))
 
 
+def port_holders(module, port):
+    """I/O edge: the sockets on local port ``port`` as ``ss -Htanp`` prints them (iproute2), or ''."""
+    ss = module.get_bin_path("ss")
+    if not ss:
+        return ""
+    rc, out, _err = module.run_command([ss, "-Htanp", "sport = :%d" % port])
+    return " | ".join(line.strip() for line in out.splitlines() if line.strip()) if rc == 0 else ""
+
+
 def fail_listen(module, exc):
-    """The one message for a port this node cannot listen on."""
+    """The one message for a port this node cannot listen on, with what holds it where ss can tell."""
+    holders = port_holders(module, module.params["port"]) if getattr(exc, "errno", None) == errno.EADDRINUSE else ""
     module.fail_json(msg="cannot listen on %s:%d: %s (is something, such as a leftover torchrun, "
-                         "already using the port?)" % (module.params["bind_address"], module.params["port"], exc))
+                         "already using the port?)%s"
+                         % (module.params["bind_address"], module.params["port"], exc,
+                            " Held by: " + holders if holders else ""))
 
 
 def build_module():

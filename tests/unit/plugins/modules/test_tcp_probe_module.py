@@ -64,7 +64,8 @@ def test_node_that_never_listens_is_refused_within_the_window():
         assert missing == ["node3"]
 
 
-def test_port_in_use_is_an_error():
+def test_port_in_use_is_an_error(monkeypatch):
+    monkeypatch.setattr(mod, "BIND_PATIENCE_S", 0.6)
     port = free_port()
     holder = socket.socket()
     holder.bind(("127.0.0.10", port))
@@ -74,3 +75,18 @@ def test_port_in_use_is_an_error():
             mod.mesh("node0", [{"name": "node1", "host": "127.0.0.11"}], port, 1.0, 1.0, "127.0.0.10")
     finally:
         holder.close()
+
+
+def test_port_held_for_a_moment_is_waited_for(monkeypatch):
+    """A port another program holds briefly (an outgoing connection in the ephemeral range) is tried again."""
+    monkeypatch.setattr(mod, "BIND_PATIENCE_S", 5.0)
+    port = free_port()
+    holder = socket.socket()
+    holder.bind(("127.0.0.10", port))
+    holder.listen(1)
+    threading.Timer(1.0, holder.close).start()
+    start = time.time()
+    pairs, _seen, _missing = mod.mesh("node0", [{"name": "node1", "host": "127.0.0.11"}], port, 0.5, 1.0,
+                                      "127.0.0.10")
+    assert 0.9 <= time.time() - start < 4.5
+    assert [p["dst"] for p in pairs] == ["node1"]
