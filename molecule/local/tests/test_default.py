@@ -1,6 +1,7 @@
 """End state of the Molecule `local` scenario, checked on every node."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -64,8 +65,8 @@ def test_allreduce_script_installed_in_the_env(host):
     """nccl_health's default script: the shipped file, root's, mode 0644 (the cluster user runs it)."""
     script = host.file("/opt/ddp/venv/share/ddp-cluster/ddp_nccl_allreduce.py")
     assert script.exists and script.user == "root" and script.group == "root" and script.mode == 0o644
-    with open(ALLREDUCE, encoding="utf-8") as handle:
-        assert script.content_string == handle.read()
+    with open(ALLREDUCE, "rb") as handle:
+        assert script.sha256sum == hashlib.sha256(handle.read()).hexdigest()
 
 
 def test_firewall_allows_the_cluster_only(host):
