@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -112,8 +113,12 @@ def make_private_data_dir(base):
         "ddp_nproc_per_node": "1", "ddp_benchmark_batch_size": 8, "ddp_benchmark_steps": 5,
         "ddp_benchmark_warmup_steps": 2,
     }
+    # ssh's ControlPath is a Unix socket (at most 108 bytes): inside the EE the private data dir is /runner, so
+    # ~/.ansible/cp is short there; pytest's tmp_path is not, so the job's control sockets go to a short folder.
+    control_dir = tempfile.mkdtemp(prefix="awx-cp-", dir="/tmp")
     envvars = dict(ee_environment(pdd), HOME=os.path.join(pdd, "home"), ANSIBLE_FORCE_COLOR="0",
-                   ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="False")
+                   ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="False",
+                   ANSIBLE_SSH_CONTROL_PATH_DIR=control_dir)
     for name, content in (("extravars", extravars), ("envvars", envvars)):
         with open(os.path.join(pdd, "env", name), "w", encoding="utf-8") as handle:
             yaml.safe_dump(content, handle)
