@@ -2,6 +2,7 @@
 # Converge cost against the node count, on the local podman cluster.
 #
 #   benchmarks/converge.sh [N ...]          (default: 3)
+#   INVENTORY=inventory/local-podman benchmarks/converge.sh 3     the same nodes over podman exec, not SSH
 #
 # For each N: rebuild the local cluster with N nodes (not timed), run site.yml cold, then run it
 # again (the no-change run) and require changed=0 and failed=0 on every node. Prints, per N: cold
@@ -14,6 +15,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 BIN="${VENV:-.venv}/bin"
+INVENTORY="${INVENTORY:-inventory/local}"   # inventory/local: SSH (the default); inventory/local-podman: podman exec
 OUT="$ROOT/artifacts/converge"
 mkdir -p "$OUT"
 [ "$#" -gt 0 ] || set -- 3
@@ -33,7 +35,7 @@ task_s() {
 run_site() {  # log -> prints seconds, fails unless every node ends with failed=0 unreachable=0
   local log="$1" start end
   start=$(date +%s.%N)
-  if ! "$BIN/ansible-playbook" site.yml >"$log" 2>&1; then
+  if ! "$BIN/ansible-playbook" -i "$INVENTORY" site.yml >"$log" 2>&1; then
     echo "converge.sh: site.yml failed, see $log" >&2
     tail -40 "$log" >&2
     return 1
@@ -72,6 +74,7 @@ for n in "$@"; do
 done
 
 echo
+echo "inventory: $INVENTORY"
 printf '%6s %8s %12s %7s\n' nodes cold_s nochange_s ratio
 for n in "$@"; do
   awk -v n="$n" -v c="${COLD[$n]}" -v z="${NOCHANGE[$n]}" 'BEGIN { printf "%6d %8d %12d %7.2f\n", n, c, z, z / c }'
