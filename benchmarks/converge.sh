@@ -4,8 +4,9 @@
 #   benchmarks/converge.sh [N ...]          (default: 3)
 #   INVENTORY=inventory/local-podman benchmarks/converge.sh 3     the same nodes over podman exec, not SSH
 #
-# For each N: rebuild the local cluster with N nodes (not timed), run site.yml cold, then run it
-# again (the no-change run) and require changed=0 and failed=0 on every node. Prints, per N: cold
+# For each N: rebuild the local cluster with N nodes (not timed), run site.yml cold (benchmark included),
+# then run it again without the benchmark (--skip-tags benchmark: it measures, so it writes new results
+# every time; the health checks still run) and require changed=0 and failed=0 on every node. Prints, per N: cold
 # seconds, no-change seconds, their ratio, the node-to-node checks (health's port probe and the
 # SSH check) and the slowest tasks of the no-change run; then no-change(last N) / no-change(first N).
 # Timings come from one sitting on one machine: compare them as ratios, not across machines.
@@ -32,10 +33,11 @@ task_s() {
   awk -v name="$2" 'index($0, name " -") == 1 { gsub(/s$/, "", $NF); s += $NF } END { printf "%.1f", s + 0 }' "$1"
 }
 
-run_site() {  # log -> prints seconds, fails unless every node ends with failed=0 unreachable=0
+run_site() {  # log [ansible-playbook args] -> prints seconds, fails unless every node ends with failed=0 unreachable=0
   local log="$1" start end
+  shift
   start=$(date +%s.%N)
-  if ! "$BIN/ansible-playbook" -i "$INVENTORY" site.yml >"$log" 2>&1; then
+  if ! "$BIN/ansible-playbook" -i "$INVENTORY" site.yml "$@" >"$log" 2>&1; then
     echo "converge.sh: site.yml failed, see $log" >&2
     tail -40 "$log" >&2
     return 1
@@ -51,8 +53,8 @@ for n in "$@"; do
   "$BIN/ansible-playbook" playbooks/local_cluster.yml -e "local_cluster_nodes=$n" >"$OUT/N$n-up.log" 2>&1
   echo "== N=$n: cold site.yml"
   COLD[$n]=$(run_site "$OUT/N$n-cold.log")
-  echo "== N=$n: no-change site.yml"
-  NOCHANGE[$n]=$(run_site "$OUT/N$n-nochange.log")
+  echo "== N=$n: no-change site.yml (--skip-tags benchmark)"
+  NOCHANGE[$n]=$(run_site "$OUT/N$n-nochange.log" --skip-tags benchmark)
   recap=$(sed -n '/^PLAY RECAP/,/^$/p' "$OUT/N$n-nochange.log" | grep -E '^[A-Za-z0-9_.-]+ +:' || true)
   hosts=$(printf '%s\n' "$recap" | grep -c 'ok=' || true)
   if [ "$hosts" -lt "$n" ] || printf '%s\n' "$recap" | grep -vqE 'changed=0 .*failed=0'; then
