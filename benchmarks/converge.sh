@@ -72,7 +72,7 @@ for n in "$@"; do
       "$(task_s "$log" "ddp.cluster.ssh_trust : Check SSH from this node to every other node")"
   done
   echo "   slowest tasks of the no-change run:"
-  sed -n '/^=====/,$p' "$OUT/N$n-nochange.log" | grep -E ' -+ [0-9.]+s$' | head -8 | sed 's/^/     /'
+  sed -n '/^=====/,$p' "$OUT/N$n-nochange.log" | grep -E ' -+ [0-9.]+s$' | awk 'NR <= 8 { print "     " $0 }'
 done
 
 echo
