@@ -1,0 +1,27 @@
+# Copyright: ddp.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter of the firewall role: a thin wrapper over plugins/module_utils/firewalld.py (pure, unit-tested)."""
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.ddp.cluster.plugins.module_utils import firewalld
+
+
+def firewalld_zone_todo(listing, sources=None, services=None, ports=None):
+    """{sources, services, ports} still to enable, from the permanent + runtime ``--list-all`` listing."""
+    if not isinstance(listing, str):
+        raise AnsibleFilterError("firewalld_zone_todo expects the command's output (a string), got %s"
+                                 % type(listing).__name__)
+    permanent, runtime = firewalld.split_permanent_runtime(listing)
+    try:
+        return firewalld.zone_todo(permanent, runtime,
+                                   {"sources": sources or [], "services": services or [], "ports": ports or []})
+    except TypeError as exc:
+        raise AnsibleFilterError("firewalld_zone_todo: %s" % exc)
+
+
+class FilterModule(object):
+    """ddp.cluster firewalld filters."""
+
+    def filters(self):
+        return {"firewalld_zone_todo": firewalld_zone_todo}

@@ -1,0 +1,67 @@
+# Copyright: ddp.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a firewalld zone still lacks, from ``firewall-cmd --list-all`` (pure parsing, no I/O).
+
+The firewall role reads the cluster zone once per node, permanent and runtime
+(``firewall-cmd --permanent --zone=Z --list-all`` and ``firewall-cmd --zone=Z --list-all``), and calls
+``ansible.posix.firewalld`` only for the sources, services and ports that one of the two lacks. A no-change
+run then costs one command per node instead of one module call per cluster address (N per node, N² in all).
+
+Output format (firewalld 1.x, ``firewall-cmd(1)`` ``--list-all``): a header line with the zone name, then
+indented ``key: value value ...`` lines; ``sources``, ``services`` and ``ports`` are space-separated lists
+(ports as ``PORT[-PORT]/PROTOCOL``). A zone that does not exist prints ``Error: INVALID_ZONE: <zone>``:
+it has nothing, so everything is to be added.
+"""
+from __future__ import annotations
+
+import re
+
+KINDS = ("sources", "services", "ports")
+RUNTIME_MARKER = "--- runtime"
+_LINE = re.compile(r"^\s+(?P<key>[a-z-]+):(?P<value>.*)$")
+
+
+def parse_list_all(text):
+    """The lists of one ``firewall-cmd --list-all`` output.
+
+    :param text: the command's output (str); an error or empty output gives empty lists.
+    :returns: ``{"sources": [...], "services": [...], "ports": [...]}`` (lists of str, in output order).
+    """
+    found = {kind: [] for kind in KINDS}
+    for line in (text or "").splitlines():
+        match = _LINE.match(line)
+        if match and match.group("key") in found:
+            found[match.group("key")] = match.group("value").split()
+    return found
+
+
+def split_permanent_runtime(text):
+    """Split the role's combined output (permanent listing, a ``--- runtime`` line, runtime listing).
+
+    :returns: ``(permanent_text, runtime_text)``; without the marker line the runtime part is empty.
+    """
+    permanent, _sep, runtime = (text or "").partition("\n" + RUNTIME_MARKER + "\n")
+    if not _sep and (text or "").startswith(RUNTIME_MARKER + "\n"):
+        return "", text[len(RUNTIME_MARKER) + 1:]
+    return permanent, runtime
+
+
+def zone_todo(permanent_text, runtime_text, wanted):
+    """What to enable: each wanted item that the permanent or the runtime configuration lacks.
+
+    :param wanted: ``{"sources": [...], "services": [...], "ports": [...]}``; missing kinds count as empty.
+    :returns: the same keys, each the wanted items (as str, in the given order, without repeats) to enable.
+    :raises TypeError: when a wanted kind is not a list.
+    """
+    permanent, runtime = parse_list_all(permanent_text), parse_list_all(runtime_text)
+    todo = {}
+    for kind in KINDS:
+        items = wanted.get(kind) or []
+        if not isinstance(items, (list, tuple)):
+            raise TypeError("%s must be a list, got %s" % (kind, type(items).__name__))
+        have = set(permanent[kind]) & set(runtime[kind])
+        todo[kind] = []
+        for item in (str(i) for i in items):
+            if item not in have and item not in todo[kind]:
+                todo[kind].append(item)
+    return todo

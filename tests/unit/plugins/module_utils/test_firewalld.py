@@ -1,0 +1,55 @@
+"""firewalld listing parser and what-to-add planning, on real firewall-cmd outputs (fixtures/firewalld/SOURCES.md)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.ddp.cluster.plugins.filter.firewalld import firewalld_zone_todo
+from ansible_collections.ddp.cluster.plugins.module_utils import firewalld
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "firewalld"
+COMPLETE = (FIXTURES / "list-all_ddp-cluster_complete__firewalld-1.3.3-debian12.txt").read_text()
+RUNTIME_LACKS = (FIXTURES / "list-all_ddp-cluster_runtime-lacks-source__firewalld-1.3.3-debian12.txt").read_text()
+INVALID = (FIXTURES / "list-all_invalid-zone__firewalld-1.3.3-debian12.txt").read_text()
+NODES = ["10.89.0.10", "10.89.0.11", "10.89.0.12"]
+PORTS = ["29400/tcp", "32768-60999/tcp"]
+
+
+def test_parse_list_all_reads_the_three_lists():
+    permanent, runtime = firewalld.split_permanent_runtime(COMPLETE)
+    for text in (permanent, runtime):
+        assert firewalld.parse_list_all(text) == {"sources": NODES, "services": ["ssh"], "ports": PORTS}
+
+
+def test_complete_zone_needs_nothing():
+    assert firewalld_zone_todo(COMPLETE, sources=NODES, services=["ssh"], ports=PORTS) == {
+        "sources": [], "services": [], "ports": []}
+
+
+def test_item_missing_at_runtime_only_is_added():
+    todo = firewalld_zone_todo(RUNTIME_LACKS, sources=NODES, services=["ssh"], ports=PORTS)
+    assert todo == {"sources": ["10.89.0.12"], "services": [], "ports": ["29400/tcp"]}
+
+
+def test_new_node_and_extra_port_are_added_in_order_without_repeats():
+    todo = firewalld_zone_todo(COMPLETE, sources=NODES + ["10.89.0.13", "10.89.0.13"], services=["ssh"],
+                               ports=PORTS + ["29500/tcp"])
+    assert todo == {"sources": ["10.89.0.13"], "services": [], "ports": ["29500/tcp"]}
+
+
+def test_missing_zone_needs_everything():
+    assert firewalld_zone_todo(INVALID, sources=NODES, services=["ssh"], ports=PORTS) == {
+        "sources": NODES, "services": ["ssh"], "ports": PORTS}
+
+
+def test_without_the_runtime_part_everything_is_added():
+    permanent, _ = firewalld.split_permanent_runtime(COMPLETE)
+    assert firewalld_zone_todo(permanent, sources=NODES)["sources"] == NODES
+
+
+@pytest.mark.parametrize("listing, kwargs", [(None, {}), (COMPLETE, {"sources": "10.0.0.1"})])
+def test_bad_input_is_a_filter_error(listing, kwargs):
+    with pytest.raises(AnsibleFilterError):
+        firewalld_zone_todo(listing, **kwargs)
