@@ -1,9 +1,11 @@
 """End state of the Molecule `local` scenario, checked on every node."""
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
+import re
 
 testinfra_hosts = ["ddp_nodes"]
 
@@ -16,8 +18,9 @@ EXPECTED = {
     "net.core.default_qdisc": "fq",
     "net.ipv4.tcp_congestion_control": "bbr",
 }
-ALLREDUCE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
-                         "roles", "pytorch_env", "files", "ddp_nccl_allreduce.py")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ALLREDUCE = os.path.join(ROOT, "roles", "pytorch_env", "files", "ddp_nccl_allreduce.py")
+WHEELHOUSE = os.path.join(ROOT, ".cache", "wheelhouse")
 
 
 def test_sysctl_file_holds_every_key(host):
@@ -59,6 +62,27 @@ def test_ssh_to_the_other_node_as_the_cluster_user(host):
 def test_torch_imports_in_the_env(host):
     out = host.check_output("/opt/ddp/venv/bin/python -c 'import torch; print(torch.__version__)'")
     assert out.startswith("2.13.0")
+
+
+def test_env_installed_from_the_lock_file_with_the_controllers_hashes(host):
+    """pytorch_env_require_hashes through the wheelhouse index: the node got the lock file alone (no wheel copied),
+    every installed pin has the locked version, and the locked torch sha256 is that of the controller's wheel."""
+    listing = host.run("ls -A /opt/ddp/wheelhouse").stdout.split()
+    assert len(listing) == 1 and re.match(r"^\.ddp-[0-9a-f]{12}\.lock$", listing[0]), listing
+    pins = {}
+    for line in host.file("/opt/ddp/wheelhouse/" + listing[0]).content_string.splitlines():
+        found = re.match(r"^([A-Za-z0-9._-]+)==(\S+) --hash=sha256:([0-9a-f]{64})$", line)
+        if found:
+            pins[found.group(1)] = (found.group(2), found.group(3))
+    assert "torch" in pins and "numpy" in pins, pins
+    version, digest = pins["torch"]
+    wheels = glob.glob(os.path.join(WHEELHOUSE, "torch-%s-*.whl" % version))
+    assert len(wheels) == 1, wheels
+    with open(wheels[0], "rb") as handle:
+        assert hashlib.sha256(handle.read()).hexdigest() == digest
+    installed = {item["name"].lower().replace("_", "-"): item["version"] for item in json.loads(host.check_output(
+        "/opt/ddp/venv/bin/python -m pip list --format json --disable-pip-version-check"))}
+    assert {name: installed.get(name) for name in pins} == {name: pin[0] for name, pin in pins.items()}
 
 
 def test_allreduce_script_installed_in_the_env(host):

@@ -46,7 +46,9 @@ PLAYBOOK = """
         tasks_from: pip.yml
     - name: Keep the pip command that ran
       ansible.builtin.copy:
-        content: "{{ {'cmd': __pytorch_env_pip.cmd | default(none)} | to_json }}"
+        content: >-
+          {{ {'cmd': __pytorch_env_pip.cmd | default(none),
+              'index_dir': __pytorch_env_index_dir.path | default(none)} | to_json }}
         dest: "{{ out }}"
         mode: "0644"
       changed_when: false
@@ -119,7 +121,7 @@ def converged(tmp_path_factory):
     """http transport: first run installs, second run finds everything installed."""
     case = _setup(tmp_path_factory, "require_hashes", pytorch_env_wheelhouse_bind="127.0.0.1")
     case["proc"] = _play(case["tmp"], case["env"], case["extra"])
-    case["first_cmd"] = json.loads((case["tmp"] / "pip-input.json").read_text())["cmd"]
+    case["first"] = json.loads((case["tmp"] / "pip-input.json").read_text())
     case["again"] = _play(case["tmp"], case["env"], case["extra"])
     return case
 
@@ -140,7 +142,7 @@ def test_the_node_installs_the_lock_alone_from_the_served_index(converged):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     node = str(tmp / "node-wheelhouse")
     lock = os.path.basename(glob.glob(str(tmp / "wheelhouse" / ".ddp-*.lock"))[0])
-    cmd = converged["first_cmd"]
+    cmd = converged["first"]["cmd"]
     assert cmd[:5] == [str(tmp / "venv" / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
     assert cmd[5] == "--index-url" and re.match(r"^http://127\.0\.0\.1:\d+/simple/$", cmd[6]), cmd
     assert cmd[7:] == ["--trusted-host", "127.0.0.1", "--require-hashes", "-r", node + "/" + lock]
@@ -151,11 +153,12 @@ def test_the_node_installs_the_lock_alone_from_the_served_index(converged):
 
 
 def test_the_index_is_stopped_and_its_state_removed(converged):
-    tmp = converged["tmp"]
     assert converged["proc"].returncode == 0
-    assert "ddp_wheelhouse_index.py serve" not in subprocess.run(
+    state_dir = converged["first"]["index_dir"]
+    assert state_dir and os.path.basename(state_dir).startswith("ddp-wheelhouse-index.")
+    assert not os.path.exists(state_dir)
+    assert "%s/state.json" % state_dir not in subprocess.run(
         ["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
-    assert not glob.glob(os.path.join(str(tmp / "ansible-tmp"), "..", "ddp-wheelhouse-index.*"))
 
 
 def test_a_second_run_installs_nothing_and_changes_nothing(converged):
@@ -163,9 +166,11 @@ def test_a_second_run_installs_nothing_and_changes_nothing(converged):
     assert again.returncode == 0, again.stdout + again.stderr
     assert _recap(again)["changed"] == 0, again.stdout
     assert json.loads((converged["tmp"] / "pip-input.json").read_text())["cmd"] is None
-    for task in ("pip | Serve the wheelhouse", "pip | Install the packages with the environment's pip"):
+    for task in ("pip | Serve the wheelhouse", "pip | Install the packages with the environment's pip",
+                 "wheelhouse | Resolve the requirements from the wheelhouse alone"):
         assert _status(again.stdout, task) == "skipping", again.stdout
     assert _status(converged["proc"].stdout, "pip | Serve the wheelhouse") == "ok"
+    assert _status(converged["proc"].stdout, "wheelhouse | Resolve the requirements from the wheelhouse alone") == "ok"
 
 
 def test_copy_transport_copies_the_wheelhouse_and_installs_with_find_links(tmp_path_factory):
