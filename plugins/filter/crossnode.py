@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import crossnode, peermesh
+from ansible_collections.ddp.cluster.plugins.module_utils import crossnode, node_stack, peermesh
 
 _KEYS = ("versions", "mtu", "gid_index", "ssh_modes", "known_hosts_missing", "pairs", "probe_error")
 
@@ -35,6 +35,16 @@ def cluster_problems(per_node, gid_configured=None):
     ports = sorted(set(p.get("port") for p in pairs if p.get("port") is not None))
     problems += peermesh.mesh_problems(nodes, pairs, not_run, port=ports[0] if len(ports) == 1 else None)
     return problems
+
+
+def stack_outliers(per_node):
+    """``{problems, nodes}``: the nodes whose stack differs from the others (see the sidecar documentation)."""
+    if not isinstance(per_node, dict):
+        raise AnsibleFilterError("stack_outliers expects a dict of node -> stack, got %s" % type(per_node).__name__)
+    for node, stack in per_node.items():
+        if stack is not None and not isinstance(stack, dict):
+            raise AnsibleFilterError("stack_outliers: the stack of %s is not a dict (node_stack's stack)" % node)
+    return node_stack.stack_outliers(per_node)
 
 
 def mesh_plan(hosts, hostvars=None, forks=5, base_s=peermesh.DEFAULT_WINDOW_S, launch_s=peermesh.DEFAULT_LAUNCH_S):
@@ -82,4 +92,5 @@ class FilterModule(object):
     """ddp.cluster cross-node filters."""
 
     def filters(self):
-        return {"cluster_problems": cluster_problems, "mesh_plan": mesh_plan, "mesh_problems": mesh_problems}
+        return {"cluster_problems": cluster_problems, "mesh_plan": mesh_plan, "mesh_problems": mesh_problems,
+                "stack_outliers": stack_outliers}

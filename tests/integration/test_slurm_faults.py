@@ -5,7 +5,9 @@
 - a health error injected on ddp-mol2 only (an NCCL_SOCKET_IFNAME that names no interface of that
   node, through a host_vars file): the health stage drains ddp-mol2 with reason ``ddp:IFNAME_NOT_FOUND``,
   and a healthy run afterwards resumes it;
-- an operator's drain is left alone by a healthy health run.
+- an operator's drain is left alone by a healthy health run;
+- ddp-mol2's stack drifted from the pytorch_env manifest: named (STACK_DRIFT) before the all-reduce, which runs on
+  ddp-mol1 alone, drained ``ddp:STACK_DRIFT``, resumed once the manifest is back.
 
 They need the nodes `molecule test -s local` leaves running (``make test``); without them they are
 skipped, saying why. Each test restores what it changed.
@@ -156,5 +158,36 @@ def test_operator_drain_is_left_alone_by_a_healthy_run():
         assert "Drained by someone else, left as it is: ddp-mol2" in out, out[-3000:]
         state, reason = node_states()["ddp-mol2"]
         assert state.startswith("drain") and reason == "swap disk", (state, reason)
+    finally:
+        podman_exec("ddp-mol1", "scontrol", "update", "NodeName=ddp-mol2", "State=RESUME", check=False)
+
+
+def test_stack_drift_on_one_node_is_named_before_the_collective_and_drained():
+    """ddp-mol2's training env no longer matches what pytorch_env installed (its manifest says another torch):
+    node_stack names ddp-mol2 (STACK_DRIFT) before any collective, the all-reduce runs on ddp-mol1 alone, Slurm
+    drains ddp-mol2 with ddp:STACK_DRIFT; with the manifest put back a healthy run resumes it."""
+    manifest = "/etc/ddp/expected/pytorch_env.json"
+    saved = podman_exec("ddp-mol2", "cat", manifest).stdout
+    assert '"torch"' in saved, saved
+    assert wait_until(lambda: node_states().get("ddp-mol2", ("",))[0] == "idle", 180, 3), node_states()
+    podman_exec("ddp-mol2", "sh", "-c", "sed -i 's/\"torch\": \"[^\"]*\"/\"torch\": \"2.1.0\"/' %s" % manifest)
+    try:
+        proc, _elapsed = run_playbook("playbooks/health.yml")
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0, out[-3000:]
+        assert "Health errors on ddp-mol2: STACK_DRIFT" in out, out[-3000:]
+        assert "the pytorch_env role installed torch 2.1.0" in out, out[-3000:]
+        assert "Every node has the same stack" in out
+        # The all-reduce ran without ddp-mol2: one rank.
+        assert re.search(r"all-reduce across 1 ranks", out), out[-3000:]
+        state, reason = node_states()["ddp-mol2"]
+        assert state.startswith("drain") and reason == "ddp:STACK_DRIFT", (state, reason)
+    finally:
+        subprocess.run(["podman", "exec", "-i", "ddp-mol2", "sh", "-c", "cat > %s" % manifest], input=saved,
+                       text=True, check=True)
+    healthy = run_playbook("playbooks/health.yml")[0]
+    try:
+        assert healthy.returncode == 0, (healthy.stdout + healthy.stderr)[-3000:]
+        assert (node_states()["ddp-mol2"][0].rstrip("*"), node_states()["ddp-mol2"][1]) == ("idle", "none")
     finally:
         podman_exec("ddp-mol1", "scontrol", "update", "NodeName=ddp-mol2", "State=RESUME", check=False)
