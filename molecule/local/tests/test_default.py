@@ -85,12 +85,20 @@ def test_env_installed_from_the_lock_file_with_the_controllers_hashes(host):
     assert {name: installed.get(name) for name in pins} == {name: pin[0] for name, pin in pins.items()}
 
 
-def test_allreduce_script_installed_in_the_env(host):
-    """nccl_health's default script: the shipped file, root's, mode 0644 (the cluster user runs it)."""
-    script = host.file("/opt/ddp/venv/share/ddp-cluster/ddp_nccl_allreduce.py")
-    assert script.exists and script.user == "root" and script.group == "root" and script.mode == 0o644
-    with open(ALLREDUCE, "rb") as handle:
-        assert script.sha256sum == hashlib.sha256(handle.read()).hexdigest()
+def test_shipped_scripts_installed_in_the_env(host):
+    """nccl_health's all-reduce script and node_stack's probe: the shipped files, root's, mode 0644."""
+    for name in ("ddp_nccl_allreduce.py", "ddp_stack_probe.py"):
+        script = host.file("/opt/ddp/venv/share/ddp-cluster/" + name)
+        assert script.exists and script.user == "root" and script.group == "root" and script.mode == 0o644
+        with open(os.path.join(os.path.dirname(ALLREDUCE), name), "rb") as handle:
+            assert script.sha256sum == hashlib.sha256(handle.read()).hexdigest()
+
+
+def test_expected_versions_manifest_matches_the_env(host):
+    """pytorch_env's manifest (node_stack compares the node with it): the torch the env really has."""
+    manifest = json.loads(host.file("/etc/ddp/expected/pytorch_env.json").content_string)
+    torch = host.check_output("/opt/ddp/venv/bin/python -c 'import torch; print(torch.__version__.split(\"+\")[0])'")
+    assert manifest == {"torch": torch, "torch_cuda": None}
 
 
 def test_firewall_allows_the_cluster_only(host):
