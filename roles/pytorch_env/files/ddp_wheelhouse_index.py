@@ -240,7 +240,7 @@ def _stop(args):
         print("no server (process %d is gone)" % pid)
         return 0
     os.kill(pid, signal.SIGTERM)
-    for _ in range(50):
+    for _attempt in range(50):
         if not os.path.exists("/proc/%d" % pid) or not os.path.exists(args.state):
             break
         time.sleep(0.1)
