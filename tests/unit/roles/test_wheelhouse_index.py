@@ -73,7 +73,7 @@ def served(tmp_path):
     state.parent.mkdir()
     proc = subprocess.Popen([sys.executable, SCRIPT, "serve", "--directory", str(wheelhouse), "--state", str(state),
                              "--toward", "127.0.0.1", "--idle-exit", "30"])
-    for _ in range(100):
+    for _attempt in range(100):
         if state.exists():
             break
         time.sleep(0.1)

@@ -45,7 +45,7 @@ def test_missing_zone_needs_everything():
 
 
 def test_without_the_runtime_part_everything_is_added():
-    permanent, _ = firewalld.split_permanent_runtime(COMPLETE)
+    permanent, _runtime = firewalld.split_permanent_runtime(COMPLETE)
     assert firewalld_zone_todo(permanent, sources=NODES)["sources"] == NODES
 
 
