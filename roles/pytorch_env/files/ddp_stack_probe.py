@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: ddp.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the training environment really loads: print one JSON object on stdout (no collective, no GPU work).

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: ddp.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Serve a wheelhouse as a PEP 503 package index for the nodes, for a bounded time (runs on the controller).
