@@ -5,6 +5,7 @@ import ast
 import os
 
 import pytest
+import yaml
 
 from ansible_collections.ddp.cluster.plugins.module_utils import nccl_health as nh
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import SEVERITIES, should_fail
@@ -302,4 +303,6 @@ def test_default_script_is_where_pytorch_env_installs_it():
     assert nh.default_script("/opt/ddp/venv/") == "/opt/ddp/venv/share/ddp-cluster/ddp_nccl_allreduce.py"
     with open(os.path.join(ROOT, "roles", "pytorch_env", "tasks", "main.yml")) as handle:
         tasks = handle.read()
-    assert 'dest: "{{ pytorch_env_path }}/share/ddp-cluster/ddp_nccl_allreduce.py"' in tasks
+    copy = [t for t in yaml.safe_load(tasks) if "ddp_nccl_allreduce.py" in str(t.get("loop", ""))]
+    assert len(copy) == 1, "pytorch_env installs the script once"
+    assert copy[0]["ansible.builtin.copy"]["dest"] == "{{ pytorch_env_path }}/share/ddp-cluster/{{ item }}"
