@@ -231,6 +231,10 @@ def _scalar_problem(name, value, typ, version=False):
     return None
 
 
+# Listening ports where 0 asks the kernel for a free one (the controller's wheelhouse index).
+PORT_ZERO_MEANS_ANY = frozenset(["pytorch_env_wheelhouse_port"])
+
+
 def _range_problem(name, value, low, high, why):
     return _problem(
         "VALIDATE_RANGE", name, "%s is %r; %s" % (name, value, why),
@@ -245,8 +249,10 @@ def _ranges(name, value, spec):
         return out  # module_utils/preflight.py checks it (PREFLIGHT_BAD_PORT)
     if name.endswith("_port") and spec.get("type") in ("int", "raw"):
         port = _as_int(value)
-        if port is None or not 1 <= port <= 65535:
-            out.append(_range_problem(name, value, 1, 65535, "a TCP port is an integer from 1 to 65535"))
+        low = 0 if name in PORT_ZERO_MEANS_ANY else 1
+        if port is None or not low <= port <= 65535:
+            out.append(_range_problem(name, value, low, 65535, "a TCP port is an integer from %d to 65535%s" % (
+                low, " (0: any free port)" if low == 0 else "")))
         return out
     if name.endswith("_ports") and isinstance(value, (list, tuple)):
         for item in value:
