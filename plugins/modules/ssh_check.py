@@ -16,7 +16,8 @@ description:
     sshd dropped before the key exchange (C(MaxStartups), sshd_config(5)) is tried again, up to
     O(retries) times.
   - C(mode=known_hosts) only looks every peer up in O(known_hosts) with C(ssh-keygen -F) (hashed
-    entries included) and returns those without an entry.
+    entries included) and returns those without an entry, and the modes of the SSH files beside it (RV(modes)),
+    which sshd's C(StrictModes) and ssh itself check.
   - Peers are taken in the order given; give each node its peers rotated (C(ddp.cluster.mesh_plan)) so
     that every node receives about O(parallel) logins at a time, well under sshd's default
     C(MaxStartups 10:30:100).
@@ -99,6 +100,15 @@ failed_peers:
   type: list
   elements: str
   sample: ["node2"]
+modes:
+  description:
+    - With O(mode=known_hosts), the kind and octal mode of the folder that holds O(known_hosts) and of the files
+      C(authorized_keys), C(id_ed25519) and C(known_hosts) in it, those that exist; kinds as
+      C(ddp.cluster.cluster_problems) reads them (C(dir), C(authorized_keys), C(private_key), C(known_hosts)).
+    - Empty with O(mode=login).
+  returned: always
+  type: dict
+  sample: {"/home/ddp/.ssh": ["dir", "0700"], "/home/ddp/.ssh/id_ed25519": ["private_key", "0600"]}
 elapsed_s:
   description: Seconds the whole check took.
   returned: always
@@ -141,6 +151,23 @@ def known(module, me, peer, path):
                                                  "'Host key verification failed.'"})
     return dict(src=me, dst=peer["name"], host=peer["host"], attempts=1, elapsed_s=round(time.time() - start, 3),
                 **verdict)
+
+
+# The files beside known_hosts whose modes sshd (StrictModes) or ssh check, with the kind crossnode.py judges.
+SSH_FILES = (("", "dir"), ("authorized_keys", "authorized_keys"), ("id_ed25519", "private_key"),
+             ("known_hosts", "known_hosts"))
+
+
+def ssh_modes(folder):
+    """I/O edge: ``{path: [kind, "0700"]}`` of the SSH folder and its files that exist."""
+    out = {}
+    for name, kind in SSH_FILES:
+        path = os.path.join(folder, name) if name else folder
+        try:
+            out[path] = [kind, "%04o" % (os.stat(path).st_mode & 0o7777)]
+        except OSError:
+            continue
+    return out
 
 
 def run_all(jobs, parallel):
@@ -189,11 +216,13 @@ def main():
         path = p["known_hosts"] or os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".ssh", "known_hosts")
         pairs = [known(module, p["name"], peer, path) for peer in p["peers"]]
         good = "known"
+        modes = ssh_modes(os.path.dirname(path))
     else:
+        modes = {}
         pairs = run_all([(lambda peer=peer: login(module, p["name"], peer, p["timeout"], p["retries"]))
                          for peer in p["peers"]], p["parallel"])
         good = "ok"
-    module.exit_json(changed=False, pairs=pairs, elapsed_s=round(time.time() - start, 3),
+    module.exit_json(changed=False, pairs=pairs, modes=modes, elapsed_s=round(time.time() - start, 3),
                      failed_peers=[x["dst"] for x in pairs if x["verdict"] != good])
 
 

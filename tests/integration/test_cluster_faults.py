@@ -130,6 +130,22 @@ def test_health_names_the_node_whose_probe_cannot_run():
     assert "CLUSTER_PORT_BLOCKED" not in out
 
 
+def test_health_names_an_ssh_folder_sshd_would_refuse():
+    """C18: the cluster user's ~/.ssh on ddp-mol2 becomes group-writable; health names that path on that node only
+    (the modes come from the known_hosts check's one call per node)."""
+    home = podman_exec("ddp-mol2", "getent", "passwd", "ddp").stdout.split(":")[5]
+    podman_exec("ddp-mol2", "chmod", "0775", home + "/.ssh")
+    try:
+        proc, _elapsed = run_playbook("playbooks/health.yml", "-e", "ddp_health_probe_window=8")
+    finally:
+        podman_exec("ddp-mol2", "chmod", "0700", home + "/.ssh")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert re.search(r"\[SSH_MODE_TOO_OPEN\] \(error\) ddp-mol2:%s/\.ssh: .* has mode 0775" % re.escape(home), out), \
+        out[-3000:]
+    assert "ddp-mol1:%s" % home not in out
+
+
 def test_ssh_trust_names_the_pair_without_a_host_key():
     """ddp-mol1's cluster user loses its known_hosts: the ssh_trust check names ddp-mol1 -> ddp-mol2 and why."""
     home = podman_exec("ddp-mol1", "getent", "passwd", "ddp").stdout.split(":")[5]

@@ -51,3 +51,29 @@ def test_login_retries_only_a_dropped_connection():
     fake = FakeModule([(255, FIXTURE_DROPPED)] * 3)
     result = mod.login(fake, "a", {"name": "b", "host": "b"}, 10, 2)
     assert result["verdict"] == "dropped" and result["attempts"] == 3
+
+
+def test_ssh_modes_reads_the_folder_and_the_files_that_exist(tmp_path):
+    ssh = tmp_path / ".ssh"
+    ssh.mkdir(mode=0o775)
+    ssh.chmod(0o775)
+    (ssh / "known_hosts").write_text("")
+    (ssh / "known_hosts").chmod(0o600)
+    (ssh / "id_ed25519").write_text("")
+    (ssh / "id_ed25519").chmod(0o644)
+    assert mod.ssh_modes(str(ssh)) == {
+        str(ssh): ["dir", "0775"],
+        str(ssh / "id_ed25519"): ["private_key", "0644"],
+        str(ssh / "known_hosts"): ["known_hosts", "0600"],
+    }
+    assert mod.ssh_modes(str(tmp_path / "absent")) == {}
+
+
+def test_modes_feed_the_cross_node_check(tmp_path):
+    """The shape ssh_check returns is the one cluster_problems judges (SSH_MODE_TOO_OPEN for the 0775 folder)."""
+    from ansible_collections.ddp.cluster.plugins.filter.crossnode import cluster_problems
+    ssh = tmp_path / ".ssh"
+    ssh.mkdir()
+    ssh.chmod(0o775)
+    found = cluster_problems({"n0": {"ssh_modes": mod.ssh_modes(str(ssh))}})
+    assert [(p["code"], p["subject"]) for p in found] == [("SSH_MODE_TOO_OPEN", "n0:%s" % ssh)]
