@@ -92,7 +92,8 @@ def test_every_module_runs_by_fqcn(installed):
     env, work = installed
     modules = sorted(os.path.splitext(os.path.basename(p))[0]
                      for p in glob.glob(os.path.join(ROOT, "plugins", "modules", "*.py")))
-    assert modules == ["gpu_health", "hardware_facts", "nccl_health", "roce_health", "ssh_check", "tcp_probe"]
+    assert modules == ["gpu_health", "hardware_facts", "nccl_health", "node_stack", "roce_health", "ssh_check",
+                       "tcp_probe"]
     playbook = os.path.join(work, "modules.yml")
     with open(playbook, "w", encoding="utf-8") as handle:
         handle.write("""---
@@ -133,16 +134,23 @@ def test_every_module_runs_by_fqcn(installed):
         fail_on: never
       check_mode: true
       register: nccl
+    - name: Inventory the stack without a training environment
+      ddp.cluster.node_stack:
+        python_env: /nonexistent
+        fail_on: never
+      register: stack
     - name: Show the verdicts
       ansible.builtin.debug:
         msg: "verdicts gpu={{ gpu.problems | map(attribute='code') | join(',') }}
-          roce={{ roce.problems | map(attribute='code') | join(',') }} nccl={{ nccl.healthy }}"
+          roce={{ roce.problems | map(attribute='code') | join(',') }} nccl={{ nccl.healthy }}
+          stack={{ stack.problems | map(attribute='code') | join(',') }} kernel={{ stack.stack.kernel }}"
 """)
     proc = run(["ansible-playbook", "-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable,
                 playbook], work, env)
     out = proc.stdout
     assert "failed=0" in out, out
     assert "verdicts gpu=" in out and "NO_GPU" in out and "NO_RDMA" in out, out
+    assert "stack=STACK_PROBE_FAILED kernel=%s" % os.uname().release in out, out
 
 
 def test_a_role_and_the_site_playbook_load_from_the_install(installed):
