@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# One-GPU check of the benchmark settings (issue 6), in one go, under 5 minutes:
-#   ours  : bf16 autocast + channels_last, synthetic data on the device
-#   seeds : fp32 (TF32 off), torchvision FakeData with CPU transforms, 8 DataLoader workers, pin_memory
-# Prints img/s of both, their ratio, and the provenance (GPU, torch, CUDA, cuDNN, NCCL).
+# One-GPU check of the benchmark settings (issues 6 and 15), in one go, under 5 minutes:
+#   default            : bf16 autocast + channels_last, synthetic data on the device
+#   reference_baseline : the reference script's settings, as the matrix variant of that name: fp32 (TF32 off),
+#                        torchvision FakeData with CPU transforms in 8 DataLoader workers, pin_memory, lr 0.1
+# Prints img/s of both, default / reference_baseline, the DataLoader's own feed rate, and the provenance.
 #
 # Usage: benchmarks/gpu_check.sh [PYTHON]   (PYTHON: an interpreter with torch + torchvision; default python3)
 # Env:   GPU_CHECK_MODEL (resnet50), GPU_CHECK_BATCH (64), GPU_CHECK_STEPS (50), GPU_CHECK_WARMUP (10),
-#        GPU_CHECK_WORKERS (8), GPU_CHECK_OUT (a temp dir; results ours.json / seeds.json land there)
+#        GPU_CHECK_WORKERS (8), GPU_CHECK_OUT (a temp dir; results default.json / reference_baseline.json land there)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 python=${1:-${PYTHON:-python3}}
@@ -49,21 +50,27 @@ run() {  # name, extra options...
     }
 }
 start=$(date +%s)
-run ours --precision bf16 --memory-format channels_last --data synthetic
-run seeds --precision fp32 --memory-format contiguous --data loader --workers "$workers" --pin-memory on
-"$python" - "$out/ours.json" "$out/seeds.json" "$(( $(date +%s) - start ))" <<'PY'
+run default --precision bf16 --memory-format channels_last --data synthetic
+run reference_baseline --precision fp32 --memory-format contiguous --data loader --workers "$workers" --pin-memory on \
+    --base-lr 0.1 --lr-scaling none
+"$python" - "$out/default.json" "$out/reference_baseline.json" "$(( $(date +%s) - start ))" <<'PY'
 import json, sys
-ours, seeds = (json.load(open(p)) for p in sys.argv[1:3])
+ours, base = (json.load(open(p)) for p in sys.argv[1:3])
 print("gpu_check: %s on %s" % (ours["model"], ours["device"]))
-fmt = "  %-6s %-55s %10.1f img/s"
-print(fmt % ("ours", "bf16 autocast + channels_last, synthetic", ours["samples_per_s"]))
-print(fmt % ("seeds", "fp32, %s, %d workers" % (seeds["data_note"].split(" (")[0], seeds["workers"]),
-             seeds["samples_per_s"]))
-print("  ratio ours/seeds: %.2fx" % (ours["samples_per_s"] / seeds["samples_per_s"]))
+fmt = "  %-18s %-55s %10.1f img/s"
+print(fmt % ("default", "bf16 autocast + channels_last, synthetic", ours["samples_per_s"]))
+print(fmt % ("reference_baseline", "fp32, %s, %d workers" % (base["data_note"].split(" (")[0], base["workers"]),
+             base["samples_per_s"]))
+print("  default / reference_baseline: %.2fx" % (ours["samples_per_s"] / base["samples_per_s"]))
+feed = base.get("loader") or {}
+if feed.get("samples_per_s_per_process"):
+    print("  DataLoader alone: %.1f img/s (headroom %.2fx over training: %s)"
+          % (feed["samples_per_s_per_process"], feed["headroom"],
+             "input-bound" if feed["input_bound"] else "not input-bound"))
 v = ours["versions"]
 print("  provenance: torch %s, CUDA %s, cuDNN %s, NCCL %s, python %s, torchvision %s; batch %d, %d+%d steps; %s s"
       % (v["torch"], v["cuda"], v["cudnn"], v["nccl"], ours["runtime_versions"]["python"],
          ours["runtime_versions"]["torchvision"], ours["batch_size_per_process"], ours["warmup_steps"],
          ours["steps"], sys.argv[3]))
 PY
-echo "results: $out/ours.json $out/seeds.json"
+echo "results: $out/default.json $out/reference_baseline.json"

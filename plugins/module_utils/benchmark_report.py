@@ -190,7 +190,7 @@ SCOPE_LABELS = {"one_process": "1 process", "one_node": "1 node", "all_nodes": "
 # Script options a variant may override (ddp_bench.py --<name with dashes>).
 VARIANT_OPTIONS = (
     "model", "batch_size", "image_size", "warmup_steps", "steps", "precision", "memory_format", "compile",
-    "compile_backend", "data", "workers", "pin_memory", "lr_scaling", "base_lr",
+    "compile_backend", "data", "workers", "pin_memory", "loader_probe", "lr_scaling", "base_lr",
 )
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 
@@ -364,7 +364,8 @@ def nccl_provenance(result):
 CSV_COLUMNS = (
     "run", "scopes", "variant", "run_id", "nodes", "processes", "model", "backend", "precision", "memory_format",
     "compile", "data", "batch_size_per_process", "global_batch_size", "lr", "lr_scaling", "global_images_per_s",
-    "images_per_s_per_process", "speedup", "efficiency", "transport", "gdr", "torch", "cuda", "cudnn", "nccl",
+    "images_per_s_per_process", "speedup", "efficiency", "loader_images_per_s_per_process", "loader_headroom",
+    "input_bound", "transport", "gdr", "torch", "cuda", "cudnn", "nccl",
     "started_at", "finished_at", "slurm_job_id",
 )
 
@@ -402,6 +403,7 @@ def matrix_rows(runs):
 
 def _matrix_row(name, item, run, result, base, versions, nccl):
     """One table row (see matrix_rows)."""
+    loader = result.get("loader") or {}
     return {
         "run": name,
         "scopes": " + ".join(SCOPE_LABELS.get(s, s) for s in run.get("scopes", [])),
@@ -423,6 +425,12 @@ def _matrix_row(name, item, run, result, base, versions, nccl):
         "images_per_s_per_process": base["samples_per_s_per_process"],
         "speedup": None,
         "efficiency": None,
+        "loader_images_per_s_per_process": loader.get("samples_per_s_per_process"),
+        "loader_headroom": loader.get("headroom"),
+        "input_bound": loader.get("input_bound"),
+        "input_bound_share": loader.get("input_bound_share"),
+        "workers": result.get("workers", 0),
+        "pin_memory": result.get("pin_memory", False),
         "transport": nccl["transport"] or ("gloo/tcp" if base["backend"] == "gloo" else ""),
         "gdr": nccl["gdr"],
         "torch": versions.get("torch"),
@@ -602,6 +610,52 @@ def _provenance_lines(rows):
     return lines
 
 
+# The variant that reproduces the reference training script (fp32, FakeData + CPU transforms in DataLoader
+# workers, SGD lr 0.1 unscaled); the report sets the default settings against it.
+REFERENCE_VARIANT = "reference_baseline"
+
+
+def input_pipeline_lines(rows):
+    """Markdown bullets, one per DataLoader row that timed its loader alone (ddp_bench.py --loader-probe)."""
+    lines = []
+    for row in rows:
+        feed = row.get("loader_images_per_s_per_process")
+        if feed is None:
+            continue
+        if row.get("input_bound"):
+            verdict = ("input-bound: training took %.0f%% or more of what the loader feeds; add DataLoader workers, "
+                       "pin_memory or CPU cores" % (100.0 * (row.get("input_bound_share") or 0.8)))
+        else:
+            verdict = "not input-bound: the loader has headroom"
+        lines.append("- **%s**: the DataLoader alone fed %.1f images/s per process (%s workers, pin_memory %s, "
+                     "slowest rank); training consumed %.1f: headroom %sx, %s."
+                     % (row["run"], feed, row.get("workers", 0), "on" if row.get("pin_memory") else "off",
+                        row["images_per_s_per_process"],
+                        "?" if row.get("loader_headroom") is None else "%.2f" % row["loader_headroom"], verdict))
+    return lines
+
+
+def reference_ratios(rows):
+    """Default settings / the reference baseline, from one matrix run.
+
+    Each ``reference_baseline`` variant row is paired with the row without a variant that ran on the
+    same number of nodes and processes (its scope). :returns: ``[{run, default_run, default, baseline,
+    ratio}]`` with images/s (global) and ratio = default / baseline; [] when there is no pair.
+    """
+    out = []
+    for row in rows:
+        if row.get("variant") != REFERENCE_VARIANT:
+            continue
+        default = next((r for r in rows if not r.get("variant") and r["nodes"] == row["nodes"]
+                        and r["processes"] == row["processes"]), None)
+        if default is None or not row["global_images_per_s"]:
+            continue
+        out.append({"run": row["run"], "default_run": default["run"], "default": default["global_images_per_s"],
+                    "baseline": row["global_images_per_s"],
+                    "ratio": default["global_images_per_s"] / row["global_images_per_s"]})
+    return out
+
+
 def render_report(report):
     """The whole report.md from a report dict (see :func:`build_report`)."""
     rows = report["rows"]
@@ -615,6 +669,18 @@ def render_report(report):
                "N = processes (GPUs).")
     for skip in report.get("skipped", []):
         out.append("Variant %s not run: %s." % (skip["name"], skip["reason"]))
+    ratios = reference_ratios(rows)
+    if ratios:
+        out += ["", "## Default settings vs the reference script", ""]
+        for item in ratios:
+            base = next(r for r in rows if r["run"] == item["run"])
+            default = next(r for r in rows if r["run"] == item["default_run"])
+            out.append("- %s (%s, %s) %.1f images/s / %s (%s, %s) %.1f images/s = **%.2fx**"
+                       % (item["default_run"], default["precision"], default["data"], item["default"],
+                          item["run"], base["precision"], base["data"], item["baseline"], item["ratio"]))
+    feeds = input_pipeline_lines(rows)
+    if feeds:
+        out += ["", "## Input pipeline", ""] + feeds
     if report.get("comparison"):
         comparison = render_comparison(report["comparison"], report.get("compare_to") or "previous")
         out += ["", "## Comparison", "", comparison.rstrip("\n")]

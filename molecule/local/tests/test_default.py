@@ -116,3 +116,17 @@ def test_benchmark_json_present(host):
     assert result["nnodes"] == 2
     assert result["samples_per_s"] > 0
     assert result["backend"] == "gloo"
+
+
+def test_reference_baseline_ran_the_dataloader_across_nodes(host):
+    """The default variant reference_baseline (issue 15): DataLoader workers on both nodes, its loader timed alone."""
+    files = sorted(f for f in host.check_output("ls -1 /var/tmp/ddp-bench/").split()
+                   if f.endswith("-reference_baseline.json"))
+    assert files, "no reference_baseline result on this node"
+    result = json.loads(host.file("/var/tmp/ddp-bench/" + files[-1]).content_string)
+    assert (result["nnodes"], result["data"], result["workers"]) == (2, "loader", 8)
+    assert (result["precision"], result["lr"], result["lr_scaling"]) == ("fp32", 0.1, "none")
+    assert result["loader"]["samples_per_s_per_process"] > 0
+    assert set(result["loader"]["per_host"]) == set(result["hosts"])
+    assert isinstance(result["loader"]["input_bound"], bool)
+    assert all(rank["loader_samples_per_s"] > 0 for rank in result["per_rank"])

@@ -106,6 +106,9 @@ def parse_args(argv=None):
     p.add_argument("--workers", type=_non_negative_int, default=8, help="DataLoader workers per process (--data loader)")
     p.add_argument("--pin-memory", choices=("auto", "on", "off"), default="auto",
                    help="DataLoader pin_memory; auto = on with CUDA")
+    p.add_argument("--loader-probe", choices=("on", "off"), default="on",
+                   help="with --data loader: first time the DataLoader alone (no model) on every rank, so the "
+                        "result says how many samples/s the input pipeline can feed")
     p.add_argument("--base-lr", type=float, default=0.1, help="learning rate at the reference batch")
     p.add_argument("--lr-scaling", choices=("linear", "sqrt", "none"), default="linear",
                    help="lr = base-lr x (global batch / reference batch), or x its square root")
@@ -315,6 +318,95 @@ def make_loader(torch, args, rank, world_size, pin):
     return loader, name
 
 
+SHM_PATH = "/dev/shm"
+# DataLoader's default prefetch_factor: each worker keeps this many batches ready (torch.utils.data.DataLoader).
+PREFETCH_FACTOR = 2
+
+
+def loader_shm_bytes(batch_size, image_size, workers, processes_per_node, prefetch=PREFETCH_FACTOR):
+    """Bytes of /dev/shm the DataLoaders of one node hold at once (0 without workers).
+
+    A worker hands each batch to its process through shared memory (torch.multiprocessing): per process,
+    ``workers x prefetch`` batches in flight plus the one being trained on; a batch is ``batch_size``
+    float32 images of 3 x ``image_size`` x ``image_size`` and an int64 label each.
+    """
+    if workers <= 0:
+        return 0
+    batch = batch_size * (3 * image_size * image_size * 4 + 8)
+    return processes_per_node * (workers * prefetch + 1) * batch
+
+
+def shm_problem(needed, path=SHM_PATH, statvfs=os.statvfs):
+    """A one-line problem when ``path`` has less than ``needed`` bytes free, else None (also without ``path``)."""
+    if needed <= 0:
+        return None
+    try:
+        st = statvfs(path)
+    except OSError:
+        return None
+    free = st.f_bavail * st.f_frsize
+    if free >= needed:
+        return None
+    mib = 1024.0 * 1024.0
+    return ("the DataLoader needs about %.0f MiB of shared memory on this node but %s has %.0f MiB free (of %.0f MiB): "
+            "its workers would die with 'unable to allocate shared memory(shm)', and the other nodes would then lose "
+            "this rank. Fix: a larger %s (a container's --shm-size, e.g. 1g, or --ipc=host; local_cluster_shm_size "
+            "for the local cluster), fewer workers (--workers, ddp_benchmark_workers) or a smaller batch or image size"
+            % (needed / mib, path, free / mib, st.f_blocks * st.f_frsize / mib, path))
+
+
+def measure_loader(loader, batches, clock=time.perf_counter):
+    """Samples/s one rank's DataLoader delivers alone (no model, no collective).
+
+    Iterates a fresh epoch of ``loader``: the first batch (worker start-up) is
+    not timed, then up to ``batches`` batches are. The figure is what the
+    input pipeline can feed this process; a training run that consumes close
+    to it is input-bound (see ``input_verdict``).
+
+    :returns: ``{"samples_per_s": float, "batches": int, "seconds": float}``;
+        ``samples_per_s`` is None when the loader holds fewer than 2 batches.
+    """
+    sampler = getattr(loader, "sampler", None)
+    if hasattr(sampler, "set_epoch"):
+        sampler.set_epoch(1)
+    it = iter(loader)
+    timed, samples, t0 = 0, 0, None
+    try:
+        for x, _y in it:
+            if t0 is None:
+                t0 = clock()
+                continue
+            samples += int(x.shape[0])
+            timed += 1
+            if timed >= batches:
+                break
+        seconds = clock() - t0 if t0 is not None else 0.0
+    finally:
+        del it  # stops this epoch's workers before training starts its own
+        if hasattr(sampler, "set_epoch"):
+            sampler.set_epoch(0)
+    rate = samples / seconds if timed and seconds > 0 else None
+    return {"samples_per_s": rate, "batches": timed, "seconds": round(seconds, 6)}
+
+
+# The input pipeline limits training when training consumes more than this share of what the
+# DataLoader feeds alone (the loader also competes with the model for CPU while training).
+# Our threshold, not a published one: below it the loader has over 25 % headroom.
+INPUT_BOUND_SHARE = 0.8
+
+
+def input_verdict(loader_samples_per_s, train_samples_per_s, share=INPUT_BOUND_SHARE):
+    """(headroom, input_bound): loader samples/s / training samples/s, both per process.
+
+    ``input_bound`` is True when training consumed at least ``share`` of what the
+    loader alone delivers; (None, None) when either figure is missing or not positive.
+    """
+    if not loader_samples_per_s or not train_samples_per_s or loader_samples_per_s <= 0 or train_samples_per_s <= 0:
+        return None, None
+    headroom = loader_samples_per_s / train_samples_per_s
+    return round(headroom, 4), bool(train_samples_per_s >= share * loader_samples_per_s)
+
+
 def collect_env(environ):
     """NCCL_*, TORCH_NCCL_* and GLOO_* variables present, sorted by name."""
     return {k: environ[k] for k in sorted(environ) if k.startswith(ENV_PREFIXES)}
@@ -496,6 +588,12 @@ def run(args, layout):
                              % torch.__version__)
         comm = TorchComm(torch, layout, backend, args.init_timeout_s)
     nccl_log = setup_nccl_debug(os.environ, args.output, backend, args.nccl_debug)
+    if args.data == "loader" and layout is not None:
+        # Before any collective: a rank that cannot feed itself would leave its peers waiting on it.
+        problem = shm_problem(loader_shm_bytes(args.batch_size, args.image_size, args.workers,
+                                               layout["local_world_size"]))
+        if problem:
+            raise BenchError(problem)
     started_at = utc_now()
     comm.init()
     if args.launcher == "horovod":
@@ -536,8 +634,11 @@ def run(args, layout):
         if precision == "fp16":
             scaler = torch.amp.GradScaler(device.type)
 
+        loader_probe = None
         if args.data == "loader":
             loader, data_name = make_loader(torch, args, rank, world_size, pin)
+            if args.loader_probe == "on":
+                loader_probe = measure_loader(loader, args.steps)
             batches = iter(loader)
         else:
             data_name = "synthetic (one random batch, already on the device)"
@@ -597,6 +698,7 @@ def run(args, layout):
             "samples_per_s": args.batch_size * args.steps / elapsed,
             "step_time_mean_s": elapsed / args.steps,
             "cpu_threads": torch.get_num_threads(),
+            "loader_samples_per_s": (loader_probe or {}).get("samples_per_s"),
             "nccl_lines": read_nccl_lines(nccl_log),
         }
         gathered = comm.gather(mine, device)
@@ -647,6 +749,26 @@ def all_gather_objects(torch, dist, obj, device, world_size):
     return [pickle.loads(bytes(c[:n].cpu().tolist())) for c, n in zip(chunks, sizes)]
 
 
+def loader_summary(gathered, train_samples_per_s_per_process):
+    """The loader-only figures of a run (``--loader-probe``), or None when no rank measured one.
+
+    DDP steps in lockstep, so the slowest rank's loader is what the run can be fed:
+    ``samples_per_s_per_process`` is the minimum over ranks, ``per_host`` the sum of each
+    node's ranks (samples/s). ``headroom`` and ``input_bound`` come from :func:`input_verdict`
+    against the training samples/s per process.
+    """
+    rates = [(r["host"], r.get("loader_samples_per_s")) for r in gathered]
+    if not rates or any(rate is None for _host, rate in rates):
+        return None
+    per_host = {}
+    for host, rate in rates:
+        per_host[host] = round(per_host.get(host, 0.0) + rate, 3)
+    slowest = min(rate for _host, rate in rates)
+    headroom, bound = input_verdict(slowest, train_samples_per_s_per_process)
+    return {"samples_per_s_per_process": round(slowest, 3), "per_host": per_host, "headroom": headroom,
+            "input_bound": bound, "input_bound_share": INPUT_BOUND_SHARE}
+
+
 def build_result(args, layout, gathered, model_name, model_note, backend, device, versions, env, started_at,
                  settings=None):
     """Assemble the result dict (units: seconds, samples/s) from the gathered per-rank figures."""
@@ -687,9 +809,12 @@ def build_result(args, layout, gathered, model_name, model_note, backend, device
                 "host": r["host"],
                 "samples_per_s": round(r["samples_per_s"], 3),
                 "step_time_mean_s": round(r["step_time_mean_s"], 6),
+                "loader_samples_per_s": None if r.get("loader_samples_per_s") is None
+                else round(r["loader_samples_per_s"], 3),
             }
             for r in gathered
         ],
+        "loader": loader_summary(gathered, global_sps / world_size),
         "nccl_debug": [{"rank": r["rank"], "host": r["host"], "lines": r.get("nccl_lines") or []}
                        for r in gathered if r.get("nccl_lines")],
         "versions": versions,

@@ -485,3 +485,40 @@ def test_horovod_command_forwards_nccl_ld_library_path_and_path(controller, head
 def test_horovod_command_refusals(args, message):
     with pytest.raises(ValueError, match=message):
         horovod_command(*args)
+
+
+def _loader_runs(train_sps, feed, bound):
+    """all nodes (synthetic) 1200 images/s, then reference_baseline (loader) with a loader figure."""
+    runs = _runs((["all nodes"], None, 3, 3, 1200.0), (["all nodes"], "reference_baseline", 3, 3, train_sps))
+    runs[1]["result"].update(precision="fp32", data="loader", workers=8, pin_memory=False,
+                             loader={"samples_per_s_per_process": feed, "per_host": {"n0": feed},
+                                     "headroom": round(feed / (train_sps / 3), 4), "input_bound": bound,
+                                     "input_bound_share": 0.8})
+    return runs
+
+
+def test_reference_baseline_ratio_and_input_pipeline_lines():
+    report = build_report(_loader_runs(300.0, 400.0, False), "m", "0.1.0")
+    md = report["markdown"]
+    assert "## Default settings vs the reference script" in md
+    # 1200 / 300 from the same matrix, paired on nodes and processes.
+    assert "all nodes (fp32, synthetic) 1200.0 images/s / all nodes / reference_baseline (fp32, loader) " \
+           "300.0 images/s = **4.00x**" in md
+    assert ("- **all nodes / reference_baseline**: the DataLoader alone fed 400.0 images/s per process (8 workers, "
+            "pin_memory off, slowest rank); training consumed 100.0: headroom 4.00x, not input-bound") in md
+    row = report["rows"][1]
+    assert (row["loader_images_per_s_per_process"], row["loader_headroom"], row["input_bound"]) == (400.0, 4.0, False)
+    header = report["csv"].splitlines()[0].split(",")
+    assert {"loader_images_per_s_per_process", "loader_headroom", "input_bound"} <= set(header)
+
+
+def test_input_bound_row_says_so_and_synthetic_rows_have_no_loader_line():
+    report = build_report(_loader_runs(300.0, 110.0, True), "m", "0.1.0")
+    lines = [line for line in report["markdown"].splitlines() if "DataLoader alone" in line]
+    assert len(lines) == 1 and "input-bound: training took 80% or more" in lines[0]
+    assert report["rows"][0]["input_bound"] is None
+
+
+def test_no_reference_section_without_its_pair():
+    runs = _loader_runs(300.0, 400.0, False)[1:]  # the baseline alone
+    assert "Default settings vs the reference script" not in build_report(runs, "m", "0.1.0")["markdown"]
