@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import crossnode, node_stack, peermesh
+from ansible_collections.ddp.cluster.plugins.module_utils import burnin, crossnode, node_stack, peermesh
 
 _KEYS = ("versions", "mtu", "gid_index", "ssh_modes", "known_hosts_missing", "pairs", "probe_error")
 
@@ -88,9 +88,20 @@ def mesh_problems(results, what="ssh", nodes=None, port=None):
                                   "the verdict names what ssh said")
 
 
+def burnin_findings(per_node, min_ratio=burnin.DEFAULT_MIN_RATIO):
+    """``{problems, nodes, devices}``: every device's burn-in against its peers (see the sidecar documentation)."""
+    if not isinstance(per_node, dict):
+        raise AnsibleFilterError("burnin_findings expects a dict of node -> burn-in result, got %s"
+                                 % type(per_node).__name__)
+    try:
+        return burnin.burnin_findings(per_node, min_ratio)
+    except ValueError as exc:
+        raise AnsibleFilterError("burnin_findings: %s" % exc)
+
+
 class FilterModule(object):
     """ddp.cluster cross-node filters."""
 
     def filters(self):
-        return {"cluster_problems": cluster_problems, "mesh_plan": mesh_plan, "mesh_problems": mesh_problems,
-                "stack_outliers": stack_outliers}
+        return {"burnin_findings": burnin_findings, "cluster_problems": cluster_problems, "mesh_plan": mesh_plan,
+                "mesh_problems": mesh_problems, "stack_outliers": stack_outliers}

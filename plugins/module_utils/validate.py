@@ -102,6 +102,10 @@ CLUSTER_OPTIONS = {
     "ddp_health_join_timeout": {"type": "int"},
     "ddp_health_nccl_timeout": {"type": "int"},
     "ddp_health_probe_window": {"type": "int", "min": 1, "max": 3600},
+    "ddp_health_level": {"type": "str", "choices": ["quick", "burnin"]},
+    "ddp_health_burnin_seconds": {"type": "int", "min": 1, "max": 86400},
+    "ddp_health_burnin_size": {"type": "int", "min": 0, "max": 65536},
+    "ddp_health_burnin_min_ratio": {"type": "float", "min": 0.01, "max": 1},
 }
 
 # Names the collection itself registers or sets (results, facts): never an input, never refused.

@@ -1,0 +1,128 @@
+# Copyright: ddp.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The burn-in tier's verdicts: every device's matmul stress compared with its peers (pure, no I/O).
+
+Every node runs ``ddp_burnin.py`` (roles/pytorch_env/files) at once: a fixed pair of seeded matrices multiplied on
+each GPU (or the CPU) for a set time, giving the achieved TFLOPS and the SHA-256 of one product. This module
+compares those figures across the devices of one model, within a node and across nodes:
+
+* ``BURNIN_SLOW`` (error): a device below ``min_ratio`` (default 0.90) of the median TFLOPS of the devices of its
+  model. Peers, not a datasheet figure, are the reference, as in Imbue's fleet checks and gcm: a throttled, badly
+  cooled or degraded GPU shows up as the slow one among identical ones. The 0.90 default is ours (a healthy
+  fleet of one SKU stays within a few per cent under sustained GEMM); it can be set per run.
+* ``BURNIN_MISMATCH`` (error): a device whose product differs, bit for bit, from the one most devices of its model
+  computed from the same inputs (devices of one model, with the same torch and library versions, compute
+  identical GEMMs; Imbue's H100 burn-in compares results bit-exactly across GPUs). Without a majority every
+  device of the group is named.
+* ``BURNIN_NOT_RUN`` (error): the program did not run or did not finish on a node, or failed on one device.
+
+Devices are grouped by (device type, model name, dtype, matrix side, torch version); a group of one device is not
+compared. TFLOPS: 2 n^3 x products / seconds / 1e12 (the FLOP count of a dense n x n x n GEMM).
+"""
+from __future__ import annotations
+
+from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
+
+DEFAULT_MIN_RATIO = 0.90
+
+
+def _median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
+
+
+def _add(nodes, node, code):
+    codes = nodes.setdefault(node, [])
+    if code not in codes:
+        codes.append(code)
+
+
+def burnin_findings(per_node, min_ratio=DEFAULT_MIN_RATIO):
+    """Compare every node's burn-in result with the others.
+
+    :param per_node: ``{node: result}``; a result is the JSON ``ddp_burnin.py`` printed (a dict with
+        ``devices``), or ``{"error": message}`` for a node where it did not run or finish.
+    :param min_ratio: a device below this fraction of its group's median TFLOPS is ``BURNIN_SLOW``; in (0, 1].
+    :returns: ``{"problems": [...], "nodes": {node: [codes]}, "devices": [{node, index, name, tflops,
+        ratio, digest_ok}]}``; ``ratio`` = TFLOPS / the group's median (None alone in its group),
+        ``digest_ok`` None when not compared.
+    :raises ValueError: ``min_ratio`` out of range, or a result that is neither shape.
+    """
+    try:
+        min_ratio = float(min_ratio)
+    except (TypeError, ValueError):
+        raise ValueError("min_ratio must be a number in (0, 1], got %r" % (min_ratio,))
+    if not 0 < min_ratio <= 1:
+        raise ValueError("min_ratio must be a number in (0, 1], got %r" % (min_ratio,))
+    problems, nodes, groups, rows = [], {}, {}, []
+    for node in sorted(per_node):
+        result = per_node[node]
+        if not isinstance(result, dict):
+            raise ValueError("the burn-in result of %s must be a dict, got %s" % (node, type(result).__name__))
+        if not isinstance(result.get("devices"), list):
+            why = result.get("error") or "no result"
+            problems.append(problem("BURNIN_NOT_RUN", "error", node, "the burn-in did not run on this node: %s" % why,
+                                    "run the environment's Python on ddp_burnin.py by hand on the node "
+                                    "(<env>/share/ddp-cluster/ddp_burnin.py --seconds 10) and fix what it says"))
+            _add(nodes, node, "BURNIN_NOT_RUN")
+            continue
+        key_base = (result.get("device_type"), result.get("dtype"), result.get("size"), result.get("torch"))
+        for device in result["devices"]:
+            subject = "%s %s %s" % (node, "GPU" if result.get("device_type") == "cuda" else "CPU", device.get("index"))
+            if device.get("error") or not device.get("tflops"):
+                problems.append(problem("BURNIN_NOT_RUN", "error", subject,
+                                        "the stress failed on %s: %s" % (device.get("name"),
+                                                                         device.get("error") or "no figure"),
+                                        "check the device with gpu_health (Xid, ECC) and nvidia-smi; "
+                                        "reset or replace it"))
+                _add(nodes, node, "BURNIN_NOT_RUN")
+                continue
+            row = {"node": node, "index": device.get("index"), "name": device.get("name"),
+                   "tflops": float(device["tflops"]), "digest": device.get("digest"), "subject": subject,
+                   "ratio": None, "digest_ok": None}
+            rows.append(row)
+            groups.setdefault(key_base + (device.get("name"),), []).append(row)
+    for key in sorted(groups, key=str):
+        members = groups[key]
+        if len(members) < 2:
+            continue
+        median = _median([row["tflops"] for row in members])
+        for row in members:
+            row["ratio"] = round(row["tflops"] / median, 4) if median > 0 else None
+            if row["ratio"] is not None and row["ratio"] < min_ratio:
+                problems.append(problem(
+                    "BURNIN_SLOW", "error", row["subject"],
+                    "%s reached %.4g TFLOPS, %.0f%% of the median of the %d %s devices (%.4g TFLOPS); the floor is %.0f%%"
+                    % (row["name"], row["tflops"], 100.0 * row["ratio"], len(members), row["name"], median,
+                       100.0 * min_ratio),
+                    "look for throttling on that device (nvidia-smi -q -d PERFORMANCE: clock event reasons; cooling, "
+                    "power cap) and for another job on it; drain the node until it keeps up with its peers"))
+                _add(nodes, row["node"], "BURNIN_SLOW")
+        by_digest = {}
+        for row in members:
+            by_digest.setdefault(row["digest"], []).append(row)
+        if len(by_digest) <= 1:
+            for row in members:
+                row["digest_ok"] = True
+            continue
+        ranked = sorted(by_digest.items(), key=lambda item: (-len(item[1]), str(item[0])))
+        majority = ranked[0][0] if len(ranked[0][1]) > len(ranked[1][1]) else None
+        for digest, holders in ranked:
+            ok = digest == majority
+            for row in holders:
+                row["digest_ok"] = ok
+                if ok:
+                    continue
+                message = ("the product of the burn-in's fixed inputs on %s differs from the one %d of the %d %s "
+                           "devices computed" % (row["name"], len(ranked[0][1]), len(members), row["name"])
+                           if majority is not None else
+                           "the %d %s devices computed %d different products from the same inputs, none held by most "
+                           "of them" % (len(members), row["name"], len(by_digest)))
+                problems.append(problem(
+                    "BURNIN_MISMATCH", "error", row["subject"], message,
+                    "a device that computes wrong results silently corrupts training: drain the node, run "
+                    "dcgmi diag -r 3 on it and check gpu_health (ECC, row remapping); replace the GPU if it repeats"))
+                _add(nodes, row["node"], "BURNIN_MISMATCH")
+    devices = [{k: row[k] for k in ("node", "index", "name", "tflops", "ratio", "digest_ok")} for row in rows]
+    return {"problems": problems, "nodes": nodes, "devices": devices}
