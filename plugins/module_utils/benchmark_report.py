@@ -640,7 +640,8 @@ def reference_ratios(rows):
 
     Each ``reference_baseline`` variant row is paired with the row without a variant that ran on the
     same number of nodes and processes (its scope). :returns: ``[{run, default_run, default, baseline,
-    ratio}]`` with images/s (global) and ratio = default / baseline; [] when there is no pair.
+    ratio, default_row, baseline_row}]`` with images/s (global), ratio = default / baseline and the two rows;
+    [] when there is no pair.
     """
     out = []
     for row in rows:
@@ -652,7 +653,8 @@ def reference_ratios(rows):
             continue
         out.append({"run": row["run"], "default_run": default["run"], "default": default["global_images_per_s"],
                     "baseline": row["global_images_per_s"],
-                    "ratio": default["global_images_per_s"] / row["global_images_per_s"]})
+                    "ratio": default["global_images_per_s"] / row["global_images_per_s"],
+                    "default_row": default, "baseline_row": row})
     return out
 
 
@@ -673,8 +675,7 @@ def render_report(report):
     if ratios:
         out += ["", "## Default settings vs the reference script", ""]
         for item in ratios:
-            base = next(r for r in rows if r["run"] == item["run"])
-            default = next(r for r in rows if r["run"] == item["default_run"])
+            base, default = item["baseline_row"], item["default_row"]
             out.append("- %s (%s, %s) %.1f images/s / %s (%s, %s) %.1f images/s = **%.2fx**"
                        % (item["default_run"], default["precision"], default["data"], item["default"],
                           item["run"], base["precision"], base["data"], item["baseline"], item["ratio"]))

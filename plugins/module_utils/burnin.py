@@ -21,6 +21,8 @@ compared. TFLOPS: 2 n^3 x products / seconds / 1e12 (the FLOP count of a dense n
 """
 from __future__ import annotations
 
+import json
+
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
 
 DEFAULT_MIN_RATIO = 0.90
@@ -38,11 +40,35 @@ def _add(nodes, node, code):
         codes.append(code)
 
 
+def node_result(registered):
+    """One node's burn-in result from what the play registered for it (the async_status of the program).
+
+    :returns: the JSON ``ddp_burnin.py`` printed (a dict with ``devices``) when it exited 0, else
+        ``{"error": "rc <status>: <last stderr line, or Ansible's message>"}``. A dict that is already a
+        result (has ``devices``) is returned as it is.
+    """
+    if isinstance(registered, dict) and isinstance(registered.get("devices"), list):
+        return registered
+    if not isinstance(registered, dict) or not registered:
+        return {"error": "no result (the node stopped answering Ansible)"}
+    rc = registered.get("rc")
+    stdout = (registered.get("stdout") or "").strip()
+    if rc == 0 and stdout.startswith("{"):
+        try:
+            return json.loads(stdout)
+        except ValueError as exc:
+            return {"error": "its output is not JSON: %s" % exc}
+    lines = registered.get("stderr_lines") or []
+    why = lines[-1] if lines else registered.get("msg") or "no result"
+    return {"error": "rc %s: %s" % ("?" if rc is None else rc, why)}
+
+
 def burnin_findings(per_node, min_ratio=DEFAULT_MIN_RATIO):
     """Compare every node's burn-in result with the others.
 
     :param per_node: ``{node: result}``; a result is the JSON ``ddp_burnin.py`` printed (a dict with
-        ``devices``), or ``{"error": message}`` for a node where it did not run or finish.
+        ``devices``), ``{"error": message}`` for a node where it did not run or finish, or what the play
+        registered for the node (read with :func:`node_result`).
     :param min_ratio: a device below this fraction of its group's median TFLOPS is ``BURNIN_SLOW``; in (0, 1].
     :returns: ``{"problems": [...], "nodes": {node: [codes]}, "devices": [{node, index, name, tflops,
         ratio, digest_ok}]}``; ``ratio`` = TFLOPS / the group's median (None alone in its group),
@@ -60,6 +86,8 @@ def burnin_findings(per_node, min_ratio=DEFAULT_MIN_RATIO):
         result = per_node[node]
         if not isinstance(result, dict):
             raise ValueError("the burn-in result of %s must be a dict, got %s" % (node, type(result).__name__))
+        if "error" not in result:
+            result = node_result(result)
         if not isinstance(result.get("devices"), list):
             why = result.get("error") or "no result"
             problems.append(problem("BURNIN_NOT_RUN", "error", node, "the burn-in did not run on this node: %s" % why,

@@ -1,16 +1,11 @@
 """ddp_bench.py's loader-only measurement and input-bound verdict (pure: no torch, a fake loader and clock)."""
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-SPEC = importlib.util.spec_from_file_location(
-    "ddp_bench", os.path.join(ROOT, "roles", "ddp_benchmark", "files", "ddp_bench.py"))
-ddp_bench = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(ddp_bench)
+from role_files import load
+
+ddp_bench = load("ddp_benchmark", "ddp_bench.py")
 
 
 class Batch(object):

@@ -1,14 +1,9 @@
 """ddp_bench.py's Slurm provenance (pure; importing the script needs no torch)."""
 from __future__ import annotations
 
-import importlib.util
-import os
+from role_files import load
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-SPEC = importlib.util.spec_from_file_location(
-    "ddp_bench", os.path.join(ROOT, "roles", "ddp_benchmark", "files", "ddp_bench.py"))
-ddp_bench = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(ddp_bench)
+ddp_bench = load("ddp_benchmark", "ddp_bench.py")
 
 
 def test_slurm_job_is_recorded():

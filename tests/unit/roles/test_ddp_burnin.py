@@ -1,16 +1,11 @@
 """ddp_burnin.py's pure parts: the TFLOPS formula, options, the CPU model name (no torch needed)."""
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-SPEC = importlib.util.spec_from_file_location(
-    "ddp_burnin", os.path.join(ROOT, "roles", "pytorch_env", "files", "ddp_burnin.py"))
-ddp_burnin = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(ddp_burnin)
+from role_files import load
+
+ddp_burnin = load("pytorch_env", "ddp_burnin.py")
 
 
 def test_tflops_is_two_n_cubed_per_product():

@@ -99,3 +99,14 @@ def test_filter_refuses_other_shapes():
     with pytest.raises(AnsibleFilterError, match="must be a dict"):
         burnin_filter({"n1": "text"})
     assert burnin_filter({"n1": node()})["problems"] == []
+
+
+def test_registered_results_are_read():
+    ok = {"finished": 1, "rc": 0, "stdout": json.dumps(REAL), "stderr_lines": []}
+    failed = {"finished": 1, "rc": 2, "stdout": "",
+              "stderr_lines": ["ddp_burnin.py: error: torch does not import in /opt/ddp/venv/bin/python: No module"]}
+    out = burnin_filter({"n1": ok, "n2": copy.deepcopy(ok), "n3": failed, "n4": {}})
+    assert codes(out) == [("BURNIN_NOT_RUN", "n3"), ("BURNIN_NOT_RUN", "n4")]
+    assert "rc 2: ddp_burnin.py: error: torch does not import" in out["problems"][0]["message"]
+    assert "no result (the node stopped answering Ansible)" in out["problems"][1]["message"]
+    assert [d["digest_ok"] for d in out["devices"]] == [True, True]
