@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import burnin, crossnode, node_stack, peermesh
+from ansible_collections.ddp.cluster.plugins.module_utils import burnin, crossnode, node_stack, pairwise, peermesh
 
 _KEYS = ("versions", "mtu", "gid_index", "ssh_modes", "known_hosts_missing", "pairs", "probe_error")
 
@@ -99,9 +99,46 @@ def burnin_findings(per_node, min_ratio=burnin.DEFAULT_MIN_RATIO):
         raise AnsibleFilterError("burnin_findings: %s" % exc)
 
 
+def _addresses(hosts, hostvars, who):
+    """``[(name, address)]``: ddp_fabric_address, else ansible_host, else the name."""
+    if isinstance(hosts, (str, bytes)) or not hasattr(hosts, "__iter__"):
+        raise AnsibleFilterError("%s expects a list of host names, got %s" % (who, type(hosts).__name__))
+    pairs = []
+    for host in hosts:
+        address = host
+        if hostvars is not None:
+            try:
+                facts = hostvars[host]
+            except KeyError:
+                raise AnsibleFilterError("%s: %s is not in hostvars" % (who, host))
+            address = facts.get("ddp_fabric_address") or facts.get("ansible_host") or host
+        pairs.append((str(host), str(address)))
+    return pairs
+
+
+def pair_plan(hosts, hostvars=None, port=29400, run_id="ddp-pair"):
+    """Pairs of nodes for the all-reduce that finds the bad node, round by round (see the sidecar documentation)."""
+    try:
+        return pairwise.pair_plan(_addresses(hosts, hostvars, "pair_plan"), port, str(run_id))
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("pair_plan: %s" % exc)
+
+
+def pair_findings(per_node, min_ratio=pairwise.DEFAULT_MIN_RATIO, floor_gbps=None):
+    """``{problems, nodes, pairs, best_gbps}``: the node(s) or link(s) the pair runs point at (see the sidecar
+    documentation)."""
+    if not isinstance(per_node, dict):
+        raise AnsibleFilterError("pair_findings expects a dict of node -> pair runs, got %s" % type(per_node).__name__)
+    try:
+        return pairwise.pair_findings(per_node, min_ratio, floor_gbps)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("pair_findings: %s" % exc)
+
+
 class FilterModule(object):
     """ddp.cluster cross-node filters."""
 
     def filters(self):
         return {"burnin_findings": burnin_findings, "cluster_problems": cluster_problems, "mesh_plan": mesh_plan,
-                "mesh_problems": mesh_problems, "stack_outliers": stack_outliers}
+                "mesh_problems": mesh_problems, "pair_findings": pair_findings, "pair_plan": pair_plan,
+                "stack_outliers": stack_outliers}

@@ -106,6 +106,11 @@ CLUSTER_OPTIONS = {
     "ddp_health_burnin_seconds": {"type": "int", "min": 1, "max": 86400},
     "ddp_health_burnin_size": {"type": "int", "min": 0, "max": 65536},
     "ddp_health_burnin_min_ratio": {"type": "float", "min": 0.01, "max": 1},
+    "ddp_health_pairwise": {"type": "str", "choices": ["auto", "always", "never"]},
+    "ddp_health_pair_min_ratio": {"type": "float", "min": 0.01, "max": 1},
+    "ddp_health_pair_join_timeout": {"type": "int", "min": 1, "max": 3600},
+    "ddp_health_pair_timeout": {"type": "int", "min": 1, "max": 86400},
+    "ddp_health_pair_sizes": {"type": "list", "elements": "int"},
 }
 
 # Names the collection itself registers or sets (results, facts): never an input, never refused.
