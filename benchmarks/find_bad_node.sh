@@ -9,11 +9,15 @@
 # `health.yml --tags allreduce,pairwise` (the all-node all-reduce, and the pairs it triggers) from start to end:
 #   slow  its cluster interface capped with `tc qdisc ... tbf rate $RATE` (default 100mbit); the all-node floor is
 #         FLOOR_SHARE (default 0.5) of the healthy run's busbw, so the all-reduce falls below it
-#   drop  every other node's address moved to firewalld's drop zone on it: the rendezvous and the ephemeral range
-#         are dropped, no reply (the all-node run's timeout is 60 s, a pair's 30 s to join and 60 s to finish)
+#   cut   blackhole routes on it to every other node: every packet between it and its peers is dropped, no reply
+#         (a bad VLAN, route or cable; the all-node run's timeout is 60 s, a pair's 30 s to join and 60 s to finish).
+#         A firewall that drops only what comes in does not fail a collective every time: one side of each pair
+#         of ranks opens the TCP connection, so such a node still talks to the peers it connects to itself
+#         (seen here: a 3-node Gloo all-reduce passed with the last node's peers in firewalld's drop zone).
 # Each run must fail naming the last node, and only it (PAIRWISE_NODE), and leave no torchrun on any node.
 # Prints per N and fault: seconds, rounds, the node named. Timings come from one sitting on one machine:
 # compare them as ratios, not across machines. Logs: artifacts/find_bad_node/N<n>-<fault>.log.
+# REUSE=1 keeps a running local cluster of exactly N nodes (converged by an earlier run) instead of rebuilding it.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -71,11 +75,15 @@ judge() {  # log bad-node -> prints the node(s) named; fails unless exactly the 
 
 declare -a ROWS
 for n in "$@"; do
-  echo "== N=$n: building and converging the local cluster (not timed)"
-  "$BIN/ansible-playbook" playbooks/local_cluster.yml -e local_cluster_state=absent >"$OUT/N$n-down.log" 2>&1
-  "$BIN/ansible-playbook" playbooks/local_cluster.yml -e "local_cluster_nodes=$n" >"$OUT/N$n-up.log" 2>&1
-  "$BIN/ansible-playbook" -i "$INVENTORY" site.yml --skip-tags benchmark >"$OUT/N$n-site.log" 2>&1 \
-    || { echo "find_bad_node.sh: site.yml failed, see $OUT/N$n-site.log" >&2; tail -30 "$OUT/N$n-site.log" >&2; exit 1; }
+  if [ "${REUSE:-0}" = 1 ] && [ "$(nodes | wc -l)" -eq "$n" ]; then
+    echo "== N=$n: reusing the running local cluster (REUSE=1)"
+  else
+    echo "== N=$n: building and converging the local cluster (not timed)"
+    "$BIN/ansible-playbook" playbooks/local_cluster.yml -e local_cluster_state=absent >"$OUT/N$n-down.log" 2>&1
+    "$BIN/ansible-playbook" playbooks/local_cluster.yml -e "local_cluster_nodes=$n" >"$OUT/N$n-up.log" 2>&1
+    "$BIN/ansible-playbook" -i "$INVENTORY" site.yml --skip-tags benchmark >"$OUT/N$n-site.log" 2>&1 \
+      || { echo "find_bad_node.sh: site.yml failed, see $OUT/N$n-site.log" >&2; tail -30 "$OUT/N$n-site.log" >&2; exit 1; }
+  fi
   mapfile -t all < <(nodes)
   bad="${all[-1]}"
 
@@ -92,19 +100,21 @@ for n in "$@"; do
   podman exec "$bad" tc qdisc del dev "$ifname" root || true
   slow_named=$(judge "$OUT/N$n-slow.log" "$bad")
 
-  echo "== N=$n: $bad drops every other node (firewalld drop zone)"
+  echo "== N=$n: $bad cut off from every other node (blackhole routes)"
+  peers=()
   for peer in "${all[@]}"; do
-    [ "$peer" = "$bad" ] || podman exec "$bad" firewall-cmd -q --zone=drop --change-source="$(address "$peer")"
+    [ "$peer" = "$bad" ] || peers+=("$(address "$peer")")
   done
-  drop_s=$(health "$OUT/N$n-drop.log" -e ddp_health_nccl_timeout=60 -e ddp_health_join_timeout=30) || true
-  podman exec "$bad" firewall-cmd -q --reload
-  drop_named=$(judge "$OUT/N$n-drop.log" "$bad")
+  for addr in "${peers[@]}"; do podman exec "$bad" ip route add blackhole "$addr/32"; done
+  cut_s=$(health "$OUT/N$n-cut.log" -e ddp_health_nccl_timeout=60 -e ddp_health_join_timeout=30) || true
+  for addr in "${peers[@]}"; do podman exec "$bad" ip route del blackhole "$addr/32" || true; done
+  cut_named=$(judge "$OUT/N$n-cut.log" "$bad")
 
   rounds=$(( n % 2 ? 3 : 2 ))
-  ROWS+=("$(printf '%6s %7s %9s %7s %7s  %s' "$n" "$rounds" "$healthy_s" "$slow_s" "$drop_s" "$slow_named/$drop_named")")
+  ROWS+=("$(printf '%6s %7s %9s %7s %7s  %s' "$n" "$rounds" "$healthy_s" "$slow_s" "$cut_s" "$slow_named/$cut_named")")
 done
 
 echo
 echo "inventory: $INVENTORY; tbf rate $RATE; floor $FLOOR_SHARE x healthy busbw"
-printf '%6s %7s %9s %7s %7s  %s\n' nodes rounds healthy_s slow_s drop_s named
+printf '%6s %7s %9s %7s %7s  %s\n' nodes rounds healthy_s slow_s cut_s named
 printf '%s\n' "${ROWS[@]}"

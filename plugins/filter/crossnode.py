@@ -124,6 +124,16 @@ def pair_plan(hosts, hostvars=None, port=29400, run_id="ddp-pair"):
         raise AnsibleFilterError("pair_plan: %s" % exc)
 
 
+def pair_confirm_plan(hosts, found, hostvars=None, port=29400, run_id="ddp-pair-confirm"):
+    """Extra pairs for the nodes the ring cannot tell apart (see the sidecar documentation)."""
+    if not isinstance(found, dict):
+        raise AnsibleFilterError("pair_confirm_plan expects what pair_findings returned, got %s" % type(found).__name__)
+    try:
+        return pairwise.confirm_plan(_addresses(hosts, hostvars, "pair_confirm_plan"), found, port, str(run_id))
+    except (TypeError, ValueError, KeyError) as exc:
+        raise AnsibleFilterError("pair_confirm_plan: %s" % exc)
+
+
 def pair_findings(per_node, min_ratio=pairwise.DEFAULT_MIN_RATIO, floor_gbps=None):
     """``{problems, nodes, pairs, best_gbps}``: the node(s) or link(s) the pair runs point at (see the sidecar
     documentation)."""
@@ -140,5 +150,6 @@ class FilterModule(object):
 
     def filters(self):
         return {"burnin_findings": burnin_findings, "cluster_problems": cluster_problems, "mesh_plan": mesh_plan,
-                "mesh_problems": mesh_problems, "pair_findings": pair_findings, "pair_plan": pair_plan,
+                "mesh_problems": mesh_problems, "pair_confirm_plan": pair_confirm_plan, "pair_findings": pair_findings,
+                "pair_plan": pair_plan,
                 "stack_outliers": stack_outliers}

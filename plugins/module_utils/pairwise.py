@@ -14,6 +14,10 @@ pair's figure is its own: 2 rounds for an even N, 3 for an odd N (a ring of odd 
 for N = 2. Within a round every pair runs at once, each with its own rendezvous hosted by its first node, so one
 port serves every pair.
 
+Two neighbours on the ring whose every pair is bad share a pair, so the ring alone cannot tell two bad nodes from one
+bad node plus one slow pair (on a busy machine, a pair that just ran slow). Such nodes run once more, each with a
+node known to be good (:func:`confirm_plan`), and the verdict is taken over all pairs.
+
 Verdict (:func:`pair_findings`): a pair is *bad* when its run failed (no rendezvous, a timeout, an error) or its
 busbw is below the floor, or below ``min_ratio`` x the best pair's busbw (default 0.5, ours: pairs of one fabric
 run within tens of per cent of each other even on these shared 2-core machines, while a throttled or
@@ -56,6 +60,30 @@ def ring_rounds(nodes):
     return [edges[0:count - 1:2], edges[1:count - 1:2], [edges[-1]]]
 
 
+def _check_hosts(hosts, port):
+    hosts = [(str(name), str(address)) for name, address in hosts]
+    addresses = [address for _name, address in hosts]
+    if len(set(addresses)) != len(addresses):
+        raise ValueError("addresses repeat: %s" % ", ".join(sorted(a for a in set(addresses) if addresses.count(a) > 1)))
+    port = int(port)
+    if not 1 <= port <= 65535:
+        raise ValueError("port must be in 1-65535, got %d" % port)
+    return hosts, port
+
+
+def _plan(edge_rounds, hosts, port, run_id):
+    address_of = dict(hosts)
+    rounds = []
+    for number, edges in enumerate(edge_rounds):
+        rounds.append([{"id": "%s-r%d-p%d" % (run_id, number, index), "nodes": [first, second],
+                        "endpoint": "%s:%d" % (address_of[first], port)}
+                       for index, (first, second) in enumerate(edges)])
+    by_node = {}
+    for name, _address in hosts:
+        by_node[name] = [next((pair for pair in pairs if name in pair["nodes"]), None) for pairs in rounds]
+    return {"rounds": rounds, "by_node": by_node}
+
+
 def pair_plan(hosts, port, run_id):
     """Who runs with whom, round by round.
 
@@ -67,23 +95,43 @@ def pair_plan(hosts, port, run_id):
         "by_node": {name: [pair or None, one per round]}}``.
     :raises ValueError: repeated names or addresses, or a port outside 1-65535.
     """
-    hosts = [(str(name), str(address)) for name, address in hosts]
-    addresses = [address for _name, address in hosts]
-    if len(set(addresses)) != len(addresses):
-        raise ValueError("addresses repeat: %s" % ", ".join(sorted(a for a in set(addresses) if addresses.count(a) > 1)))
-    port = int(port)
-    if not 1 <= port <= 65535:
-        raise ValueError("port must be in 1-65535, got %d" % port)
-    address_of = dict(hosts)
-    rounds = []
-    for number, edges in enumerate(ring_rounds([name for name, _address in hosts])):
-        rounds.append([{"id": "%s-r%d-p%d" % (run_id, number, index), "nodes": [first, second],
-                        "endpoint": "%s:%d" % (address_of[first], port)}
-                       for index, (first, second) in enumerate(edges)])
-    by_node = {}
-    for name, _address in hosts:
-        by_node[name] = [next((pair for pair in pairs if name in pair["nodes"]), None) for pairs in rounds]
-    return {"rounds": rounds, "by_node": by_node}
+    hosts, port = _check_hosts(hosts, port)
+    return _plan(ring_rounds([name for name, _address in hosts]), hosts, port, run_id)
+
+
+def confirm_plan(hosts, found, port, run_id):
+    """Extra pairs for the nodes the ring cannot tell apart, each with a node known to be good.
+
+    Two neighbours on the ring whose every pair is bad share one pair; the ring alone cannot tell whether both are at
+    fault or one of them plus the link to its other partner (a single slow pair on a busy machine, say). Each such
+    node (``found["ambiguous"]``) runs once more with a *reference*, a node that had a good pair and is not named,
+    preferring one it has not run with yet; a reference serves one suspect per round. The rendezvous is on the
+    reference.
+
+    :param hosts: ``[(name, address)]`` as for :func:`pair_plan`.
+    :param found: what :func:`pair_findings` returned for the ring.
+    :returns: the :func:`pair_plan` shape; no rounds when nothing is ambiguous or no node is a reference.
+    """
+    hosts, port = _check_hosts(hosts, port)
+    names = [name for name, _address in hosts]
+    suspects = [n for n in found.get("ambiguous") or [] if n in names]
+    named = set(found.get("nodes") or {})
+    pairs = found.get("pairs") or []
+    references = [n for n in names
+                  if n not in named and any(not p["bad"] for p in pairs if n in p["nodes"])]
+    edge_rounds = []
+    while suspects and references:
+        edges, free = [], list(references)
+        for suspect in list(suspects):
+            met = set(m for p in pairs if suspect in p["nodes"] for m in p["nodes"])
+            choice = next((r for r in free if r not in met), None) or (free[0] if free else None)
+            if choice is None:
+                break
+            free.remove(choice)
+            suspects.remove(suspect)
+            edges.append((choice, suspect))
+        edge_rounds.append(edges)
+    return _plan(edge_rounds, hosts, port, run_id)
 
 
 def run_result(registered):
@@ -99,6 +147,11 @@ def run_result(registered):
         return {"busbw_gbps": None, "error": str(why)}
     largest = max(registered["busbw"], key=lambda row: row.get("bytes") or 0)
     return {"busbw_gbps": float(largest["busbw_gbps"]), "error": None}
+
+
+def _short(text, limit=240):
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _describe(pair):
@@ -134,7 +187,7 @@ def merge_runs(per_node):
     merged = []
     for key in order:
         reports = pairs[key]["reports"]
-        errors = ["%s: %s" % (node, reports[node]["error"]) if node in reports else
+        errors = ["%s: %s" % (node, _short(reports[node]["error"])) if node in reports else
                   "%s: no result (the node did not run its side)" % node
                   for node in key if node not in reports or reports[node]["error"]]
         figures = [r["busbw_gbps"] for r in reports.values() if r["busbw_gbps"] is not None]
@@ -150,7 +203,9 @@ def pair_findings(per_node, min_ratio=DEFAULT_MIN_RATIO, floor_gbps=None):
     :param min_ratio: a pair below this fraction of the best pair's busbw is bad; in (0, 1].
     :param floor_gbps: busbw floor in GB/s (10^9 bytes/s) a pair must reach too, or None.
     :returns: ``{"problems": [...], "nodes": {node: [codes]}, "pairs": [{"nodes", "busbw_gbps", "error", "ratio",
-        "bad"}], "best_gbps": float or None}``; ``ratio`` is busbw / the best pair's (None for a failed pair).
+        "bad"}], "best_gbps": float or None, "ambiguous": [nodes]}``; ``ratio`` is busbw / the best pair's (None for
+        a failed pair); ``ambiguous`` the named nodes that share a bad pair with another named node (for
+        :func:`confirm_plan`).
     :raises ValueError: ``min_ratio`` out of range, a negative floor, or a malformed run.
     """
     try:
@@ -171,7 +226,7 @@ def pair_findings(per_node, min_ratio=DEFAULT_MIN_RATIO, floor_gbps=None):
         pair["ratio"] = round(value / best, 4) if value is not None and best else None
         pair["bad"] = bool(pair["error"]) or value is None or (floor_gbps is not None and value < floor_gbps) or (
             pair["ratio"] is not None and pair["ratio"] < min_ratio)
-    result = {"problems": [], "nodes": {}, "pairs": pairs, "best_gbps": best}
+    result = {"problems": [], "nodes": {}, "pairs": pairs, "best_gbps": best, "ambiguous": []}
     bad = [p for p in pairs if p["bad"]]
     if not bad:
         return result
@@ -208,6 +263,8 @@ def pair_findings(per_node, min_ratio=DEFAULT_MIN_RATIO, floor_gbps=None):
             "tc qdisc show (a rate limit), its firewall's rules for the rendezvous port and the ephemeral range; "
             "drain it until a health run passes"))
         result["nodes"].setdefault(node, []).append("PAIRWISE_NODE")
+    result["ambiguous"] = sorted(n for n in at_fault if any(
+        m != n and m in at_fault for p in pairs if p["bad"] and n in p["nodes"] for m in p["nodes"]))
     for pair in bad:
         if any(n in at_fault for n in pair["nodes"]):
             continue

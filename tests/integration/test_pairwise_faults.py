@@ -8,11 +8,13 @@ exec (an inventory written per test run) and run ``health.yml --tags allreduce,p
 - healthy, ``ddp_health_pairwise=always``: every pair passes, nothing is named (the control);
 - ddp-mol3's interface capped at 300mbit with ``tc qdisc ... tbf``: the all-node all-reduce falls below a floor of half the
   healthy busbw, the pairs name ddp-mol3 (PAIRWISE_NODE) and nobody else;
-- ddp-mol3 drops every packet from its peers (firewalld's drop zone: rendezvous and ephemeral ports, no reply):
-  the all-reduce times out, the pairs name ddp-mol3 within their timeouts, and no torchrun is left on any node.
+- ddp-mol3 cut off from its peers (blackhole routes: every packet between them dropped, no reply, as with a bad
+  VLAN or route): the all-reduce times out, the pairs name ddp-mol3 within their timeouts, and no torchrun is left
+  on any node. (A firewall that drops only what comes in does not fail every collective: one side of each pair of
+  ranks opens the connection, so such a node still talks to the peers it connects to itself.)
 
 They need the nodes `molecule test -s local` leaves running (``make test``); without them they are skipped.
-Everything is restored (the third node and its image removed, the firewalls reloaded, the qdisc deleted).
+Everything is restored (the third node and its image removed, the firewalls reloaded, the qdisc and routes deleted).
 """
 from __future__ import annotations
 
@@ -140,15 +142,17 @@ def test_throttled_node_is_named_by_the_pairs(three_nodes, healthy_busbw):
     assert "PAIRWISE_LINK" not in out and "PAIRWISE_ALL" not in out
 
 
-def test_node_that_drops_its_peers_is_named_within_the_timeouts(three_nodes, healthy_busbw):
-    for node in NODES:
-        podman("exec", THIRD, "firewall-cmd", "-q", "--zone=drop", "--change-source=%s" % address(node))
+def test_node_cut_off_from_its_peers_is_named_within_the_timeouts(three_nodes, healthy_busbw):
+    peers = [address(node) for node in NODES]
+    for addr in peers:
+        podman("exec", THIRD, "ip", "route", "add", "blackhole", "%s/32" % addr)
     try:
         out, rc, elapsed = run_health(three_nodes, "-e", "ddp_health_nccl_timeout=30", "-e", "ddp_health_join_timeout=15",
                                       "-e", "ddp_health_pair_join_timeout=10", "-e", "ddp_health_pair_timeout=20")
         left = leftovers(NODES + (THIRD,))
     finally:
-        podman("exec", THIRD, "firewall-cmd", "-q", "--reload", check=False)
+        for addr in peers:
+            podman("exec", THIRD, "ip", "route", "del", "blackhole", "%s/32" % addr, check=False)
     assert rc != 0, out[-3000:]
     assert named(out) == [THIRD], out[-4000:]
     assert re.search(r"pair ddp-mol1-ddp-mol2: [0-9.]+ GB/s busbw", out), out[-3000:]

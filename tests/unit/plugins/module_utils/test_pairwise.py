@@ -191,3 +191,73 @@ def test_findings_filter_wraps_errors():
     with pytest.raises(AnsibleFilterError, match="expects a dict of node -> pair runs"):
         findings_filter([])
     assert findings_filter(runs({("a", "b"): 1.0, ("b", "c"): 0.01, ("c", "a"): 1.0}), 0.5)["nodes"] == {}
+
+
+# Seen on the 6-node local cluster (benchmarks/find_bad_node.sh, ddp-node6 cut off, three pairs per round on 2
+# cores): n1-n2 ran at 25 % of the best pair next to the failed pairs of n6, so the ring named n1 as well.
+SIX = {("n1", "n2"): 0.1163, ("n2", "n3"): 0.2762, ("n3", "n4"): 0.3733, ("n4", "n5"): 0.4739, ("n5", "n6"): None,
+       ("n6", "n1"): None}
+SIX_HOSTS = [("n%d" % i, "10.0.0.%d" % i) for i in range(1, 7)]
+
+
+def test_neighbours_whose_every_pair_is_bad_are_ambiguous():
+    found = pairwise.pair_findings(runs(SIX), 0.25)
+    assert sorted(found["nodes"]) == ["n1", "n6"]
+    assert found["ambiguous"] == ["n1", "n6"]
+    single = pairwise.pair_findings(runs({("a", "b"): 1.0, ("b", "c"): 0.02, ("c", "a"): 0.03}))
+    assert single["ambiguous"] == []
+
+
+def test_confirm_plan_pairs_each_suspect_with_a_good_node_it_has_not_met():
+    found = pairwise.pair_findings(runs(SIX), 0.25)
+    plan = pairwise.confirm_plan(SIX_HOSTS, found, 29400, "c")
+    # references: n2..n5 (a good pair each, not named); n1 met n2, so it gets n3; n6 met n5 and gets n2
+    assert plan["rounds"] == [[{"id": "c-r0-p0", "nodes": ["n3", "n1"], "endpoint": "10.0.0.3:29400"},
+                               {"id": "c-r0-p1", "nodes": ["n2", "n6"], "endpoint": "10.0.0.2:29400"}]]
+    assert plan["by_node"]["n4"] == [None]
+
+
+def test_confirmation_clears_the_healthy_neighbour():
+    found = pairwise.pair_findings(runs(SIX), 0.25)
+    plan = pairwise.confirm_plan(SIX_HOSTS, found, 29400, "c")
+    figures = dict(SIX)
+    figures[tuple(plan["rounds"][0][0]["nodes"])] = 0.30  # n3-n1: n1 is fine
+    figures[tuple(plan["rounds"][0][1]["nodes"])] = None  # n2-n6: n6 is not
+    final = pairwise.pair_findings(runs(figures), 0.25)
+    assert codes(final) == [("PAIRWISE_LINK", "link n1-n2"), ("PAIRWISE_NODE", "node n6")]
+    assert final["nodes"] == {"n6": ["PAIRWISE_NODE"]}
+
+
+def test_confirmation_keeps_two_bad_neighbours():
+    ring = {("n0", "n1"): 1.0, ("n1", "n2"): 0.9, ("n2", "n3"): 0.05, ("n3", "n4"): 0.04, ("n4", "n5"): 0.03,
+            ("n5", "n0"): 1.1}
+    found = pairwise.pair_findings(runs(ring))
+    assert found["ambiguous"] == ["n3", "n4"]
+    plan = pairwise.confirm_plan([("n%d" % i, "a%d" % i) for i in range(6)], found, 29400, "c")
+    for pair in plan["rounds"][0]:
+        ring[tuple(pair["nodes"])] = 0.02
+    assert sorted(pairwise.pair_findings(runs(ring))["nodes"]) == ["n3", "n4"]
+
+
+def test_confirm_plan_without_a_reference_or_a_suspect_has_no_rounds():
+    found = pairwise.pair_findings(runs({("a", "b"): None, ("b", "c"): None, ("c", "a"): None}))
+    assert pairwise.confirm_plan([("a", "1"), ("b", "2"), ("c", "3")], found, 29400, "c")["rounds"] == []
+    healthy = pairwise.pair_findings(runs({("a", "b"): 1.0, ("b", "c"): 1.0, ("c", "a"): 1.0}))
+    assert pairwise.confirm_plan([("a", "1"), ("b", "2"), ("c", "3")], healthy, 29400, "c")["rounds"] == []
+
+
+def test_confirm_plan_uses_more_rounds_when_suspects_outnumber_references():
+    found = {"ambiguous": ["s1", "s2", "s3"], "nodes": {"s1": [], "s2": [], "s3": []},
+             "pairs": [{"nodes": ["r", "x"], "bad": False}]}
+    plan = pairwise.confirm_plan([("r", "1"), ("x", "2"), ("s1", "3"), ("s2", "4"), ("s3", "5")], found, 1, "c")
+    assert [[p["nodes"] for p in r] for r in plan["rounds"]] == [[["r", "s1"], ["x", "s2"]], [["r", "s3"]]]
+
+
+def test_error_text_in_messages_is_shortened():
+    per_node = runs({("a", "b"): 1.0, ("b", "c"): 1.0, ("c", "a"): 1.0})
+    long_failure = dict(FAILED, msg="x " * 500)
+    for node in ("b", "c"):
+        per_node[node] = [r if r["pair"] != ["b", "c"] else {"pair": ["b", "c"], "result": long_failure}
+                          for r in per_node[node]]
+    pair = next(p for p in pairwise.pair_findings(per_node)["pairs"] if p["nodes"] == ["b", "c"])
+    assert pair["error"].startswith("b: x x") and len(pair["error"]) < 600
