@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import burnin, crossnode, node_stack, pairwise, peermesh
+from ansible_collections.ddp.cluster.plugins.module_utils import burnin, crossnode, node_stack, pairwise, peermesh, verdict
 
 _KEYS = ("versions", "mtu", "gid_index", "ssh_modes", "known_hosts_missing", "pairs", "probe_error")
 
@@ -145,11 +145,32 @@ def pair_findings(per_node, min_ratio=pairwise.DEFAULT_MIN_RATIO, floor_gbps=Non
         raise AnsibleFilterError("pair_findings: %s" % exc)
 
 
+def health_verdicts(found, errors=None, history_text="", now=0, window_days=7, threshold=verdict.DEFAULT_THRESHOLD):
+    """``{nodes, problems, records, lines, skipped_lines}``: one verdict per node and the history's flags (see the
+    sidecar documentation)."""
+    if not isinstance(found, dict):
+        raise AnsibleFilterError("health_verdicts expects a dict of node -> problems, got %s" % type(found).__name__)
+    errors = errors or {}
+    if not isinstance(errors, dict):
+        raise AnsibleFilterError("health_verdicts: errors must be a dict of node -> codes, got %s" % type(errors).__name__)
+    per_node = {}
+    for node, problems in found.items():
+        if problems is not None and not isinstance(problems, list):
+            raise AnsibleFilterError("health_verdicts: the problems of %s are not a list" % node)
+        per_node[str(node)] = {"problems": problems or [], "errors": list(errors.get(node) or []),
+                               "ran": problems is not None}
+    try:
+        return verdict.health_verdicts(per_node, history_text or "", float(now), float(window_days) * 86400.0,
+                                       int(threshold))
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("health_verdicts: %s" % exc)
+
+
 class FilterModule(object):
     """ddp.cluster cross-node filters."""
 
     def filters(self):
-        return {"burnin_findings": burnin_findings, "cluster_problems": cluster_problems, "mesh_plan": mesh_plan,
-                "mesh_problems": mesh_problems, "pair_confirm_plan": pair_confirm_plan, "pair_findings": pair_findings,
-                "pair_plan": pair_plan,
+        return {"burnin_findings": burnin_findings, "cluster_problems": cluster_problems,
+                "health_verdicts": health_verdicts, "mesh_plan": mesh_plan, "mesh_problems": mesh_problems,
+                "pair_confirm_plan": pair_confirm_plan, "pair_findings": pair_findings, "pair_plan": pair_plan,
                 "stack_outliers": stack_outliers}

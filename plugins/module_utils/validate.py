@@ -111,6 +111,9 @@ CLUSTER_OPTIONS = {
     "ddp_health_pair_join_timeout": {"type": "int", "min": 1, "max": 3600},
     "ddp_health_pair_timeout": {"type": "int", "min": 1, "max": 86400},
     "ddp_health_pair_sizes": {"type": "list", "elements": "int"},
+    "ddp_health_history_file": {"type": "path"},
+    "ddp_health_repeat_window_days": {"type": "float", "min": 0.001, "max": 3650},
+    "ddp_health_repeat_threshold": {"type": "int", "min": 2, "max": 1000},
 }
 
 # Names the collection itself registers or sets (results, facts): never an input, never refused.

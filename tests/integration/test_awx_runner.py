@@ -210,6 +210,10 @@ def test_site_yml_through_ansible_runner_keeps_the_benchmark_summary(tmp_path):
     assert summary["samples_per_s"] > 0
     assert summary["backend"] == "gloo"
     assert os.path.isfile(summary["results"]) and summary["results"].startswith(pdd)
+    # One health verdict per node reached the job's artifacts too (no GPU, no RDMA device here: warnings only).
+    verdicts = (stats.get("artifact_data") or {}).get("ddp_health_verdicts") or {}
+    assert sorted(verdicts) == ["ddp-mol1", "ddp-mol2"], verdicts
+    assert all(v["verdict"] == "WARN" and {"NO_GPU", "NO_RDMA"} <= set(v["warnings"]) for v in verdicts.values()), verdicts
 
     # Nothing was written to, or read from, the (empty) home of the controller user.
     assert not os.path.exists(os.path.join(pdd, "home", ".ssh"))

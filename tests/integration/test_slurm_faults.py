@@ -4,7 +4,8 @@
   ddp-mol2 from Slurm's state, and leaves no job and no process behind;
 - a health error injected on ddp-mol2 only (an NCCL_SOCKET_IFNAME that names no interface of that
   node, through a host_vars file): the health stage drains ddp-mol2 with reason ``ddp:IFNAME_NOT_FOUND``,
-  and a healthy run afterwards resumes it;
+  and a healthy run afterwards resumes it; the verdicts (FAIL, flagged HEALTH_REPEAT_FAIL the second time) and
+  their history;
 - an operator's drain is left alone by a healthy health run;
 - ddp-mol2's stack drifted from the pytorch_env manifest: named (STACK_DRIFT) before the all-reduce, which runs on
   ddp-mol1 alone, drained ``ddp:STACK_DRIFT``, resumed once the manifest is back;
@@ -16,6 +17,7 @@ skipped, saying why. Each test restores what it changed.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -126,26 +128,40 @@ def bad_ifname_inventory(tmp_path):
     return str(inv)
 
 
-def test_health_error_drains_the_node_then_a_healthy_run_resumes_it(bad_ifname_inventory):
+def test_health_error_drains_the_node_then_a_healthy_run_resumes_it(bad_ifname_inventory, tmp_path):
+    """Also the verdicts and their history: FAIL for ddp-mol2 (WARN for ddp-mol1: no GPU, no RDMA), flagged
+    HEALTH_REPEAT_FAIL when it fails again, WARN once fixed; one record per node and run in the history file."""
+    history = tmp_path / "history.jsonl"
+    keep = ("-e", "ddp_health_history_file=%s" % history)
     # A job of an earlier test may still be completing on ddp-mol2.
     assert wait_until(lambda: node_states().get("ddp-mol2", ("",))[0] == "idle", 180, 3), node_states()
-    proc, _elapsed = run_playbook("playbooks/health.yml", inventory=bad_ifname_inventory)
+    proc, _elapsed = run_playbook("playbooks/health.yml", *keep, inventory=bad_ifname_inventory)
     out = proc.stdout + proc.stderr
     try:
         assert proc.returncode != 0, out[-3000:]
         assert "Health errors on ddp-mol2: IFNAME_NOT_FOUND" in out, out[-3000:]
+        assert re.search(r"ddp-mol2: FAIL \(IFNAME_NOT_FOUND, NO_GPU, NO_RDMA\)", out), out[-3000:]
+        assert re.search(r"ddp-mol1: WARN \(NO_GPU, NO_RDMA\)", out), out[-3000:]
+        assert "HEALTH_REPEAT_FAIL" not in out
         state, reason = node_states()["ddp-mol2"]
         assert state.startswith("drain") and reason == "ddp:IFNAME_NOT_FOUND", (state, reason)
         assert node_states()["ddp-mol1"][0] == "idle", node_states()
-        # Re-running with the problem still there keeps it drained (and changes nothing).
-        again = run_playbook("playbooks/health.yml", inventory=bad_ifname_inventory)[0]
+        # Re-running with the problem still there keeps it drained (and changes nothing); a second failure is flagged.
+        again = run_playbook("playbooks/health.yml", *keep, inventory=bad_ifname_inventory)[0]
         assert again.returncode != 0
         assert node_states()["ddp-mol2"][1] == "ddp:IFNAME_NOT_FOUND"
+        assert re.search(r"\[HEALTH_REPEAT_FAIL\] \(warning\) ddp-mol2: failed 2 times within 7 days",
+                         again.stdout), again.stdout[-3000:]
         # Fixed (the normal inventory): healthy again, so the drain this collection set is lifted.
-        healthy = run_playbook("playbooks/health.yml")[0]
+        healthy = run_playbook("playbooks/health.yml", *keep)[0]
         assert healthy.returncode == 0, (healthy.stdout + healthy.stderr)[-3000:]
         state, reason = node_states()["ddp-mol2"]
         assert (state.rstrip("*"), reason) == ("idle", "none"), node_states()
+        records = [json.loads(line) for line in history.read_text().splitlines()]
+        assert [(r["node"], r["verdict"]) for r in records] == [
+            ("ddp-mol1", "WARN"), ("ddp-mol2", "FAIL"), ("ddp-mol1", "WARN"), ("ddp-mol2", "FAIL"),
+            ("ddp-mol1", "WARN"), ("ddp-mol2", "WARN")]
+        assert records[1]["errors"] == ["IFNAME_NOT_FOUND"] and records[1]["warnings"] == ["NO_GPU", "NO_RDMA"]
     finally:
         podman_exec("ddp-mol1", "scontrol", "update", "NodeName=ddp-mol2", "State=RESUME", check=False)
 
