@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
+from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import fraction, problem
 
 DEFAULT_MIN_RATIO = 0.90
 
@@ -75,12 +75,7 @@ def burnin_findings(per_node, min_ratio=DEFAULT_MIN_RATIO):
         ``digest_ok`` None when not compared.
     :raises ValueError: ``min_ratio`` out of range, or a result that is neither shape.
     """
-    try:
-        min_ratio = float(min_ratio)
-    except (TypeError, ValueError):
-        raise ValueError("min_ratio must be a number in (0, 1], got %r" % (min_ratio,))
-    if not 0 < min_ratio <= 1:
-        raise ValueError("min_ratio must be a number in (0, 1], got %r" % (min_ratio,))
+    min_ratio = fraction(min_ratio)
     problems, nodes, groups, rows = [], {}, {}, []
     for node in sorted(per_node):
         result = per_node[node]

@@ -54,3 +54,17 @@ def result(problems, **facts):
 def summary(problems):
     """One line per problem, for a module's failure message."""
     return "; ".join("[%s] %s: %s" % (p["code"], p["subject"], p["message"]) for p in problems)
+
+
+def fraction(value, name="min_ratio"):
+    """``value`` as a float in (0, 1] (a threshold given as a share of a reference figure).
+
+    :raises ValueError: not a number, or outside (0, 1]; the message names ``name``.
+    """
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError("%s must be a number in (0, 1], got %r" % (name, value))
+    if not 0 < number <= 1:
+        raise ValueError("%s must be a number in (0, 1], got %r" % (name, value))
+    return number

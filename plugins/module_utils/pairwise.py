@@ -32,7 +32,7 @@ node is in two of the three pairs.
 """
 from __future__ import annotations
 
-from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
+from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import fraction, problem
 
 DEFAULT_MIN_RATIO = 0.5
 
@@ -208,12 +208,7 @@ def pair_findings(per_node, min_ratio=DEFAULT_MIN_RATIO, floor_gbps=None):
         :func:`confirm_plan`).
     :raises ValueError: ``min_ratio`` out of range, a negative floor, or a malformed run.
     """
-    try:
-        min_ratio = float(min_ratio)
-    except (TypeError, ValueError):
-        raise ValueError("min_ratio must be a number in (0, 1], got %r" % (min_ratio,))
-    if not 0 < min_ratio <= 1:
-        raise ValueError("min_ratio must be a number in (0, 1], got %r" % (min_ratio,))
+    min_ratio = fraction(min_ratio)
     if floor_gbps is not None:
         floor_gbps = float(floor_gbps)
         if floor_gbps < 0:

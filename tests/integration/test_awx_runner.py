@@ -27,6 +27,7 @@ import time
 
 import pytest
 import yaml
+from podman_nodes import running
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -37,14 +38,8 @@ MOLECULE_DIR_LOOKUP = re.compile(r"\{\{\s*lookup\('ansible\.builtin\.env',\s*'MO
 IDENT = "1"  # AWX uses the job id as runner's ident
 
 
-def _running(name):
-    proc = subprocess.run(["podman", "container", "inspect", "-f", "{{.State.Running}}", name],
-                          capture_output=True, text=True, check=False)
-    return proc.returncode == 0 and proc.stdout.strip() == "true"
-
-
 pytestmark = [
-    pytest.mark.skipif(shutil.which("podman") is None or not all(_running(n) for n in NODES),
+    pytest.mark.skipif(shutil.which("podman") is None or not all(running(n) for n in NODES),
                        reason="the Molecule nodes ddp-mol1/ddp-mol2 are not running (make test starts them with molecule)"),
     pytest.mark.skipif(not os.path.exists(RUNNER_BIN),
                        reason="ansible-runner is not installed next to this Python (pip install ansible-runner)"),

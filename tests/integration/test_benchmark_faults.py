@@ -17,6 +17,7 @@ import time
 import pytest
 
 from checkout_env import checkout_env
+from podman_nodes import running
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = os.path.join(ROOT, "molecule", "local", "inventory", "nodes")
@@ -26,14 +27,8 @@ RUN_TIMEOUT = 120
 JOIN_TIMEOUT = 30
 
 
-def _running(name):
-    proc = subprocess.run(["podman", "container", "inspect", "-f", "{{.State.Running}}", name],
-                          capture_output=True, text=True, check=False)
-    return proc.returncode == 0 and proc.stdout.strip() == "true"
-
-
 pytestmark = pytest.mark.skipif(
-    not all(_running(n) for n in NODES),
+    not all(running(n) for n in NODES),
     reason="the Molecule nodes ddp-mol1/ddp-mol2 are not running (make test starts them with molecule)",
 )
 
@@ -62,9 +57,9 @@ def systemd_ready(node):
 @pytest.fixture
 def restart_mol2():
     yield
-    if not _running("ddp-mol2"):
+    if not running("ddp-mol2"):
         subprocess.run(["podman", "start", "ddp-mol2"], capture_output=True, text=True, check=False)
-    assert wait_until(lambda: _running("ddp-mol2") and systemd_ready("ddp-mol2"), 120, 2), \
+    assert wait_until(lambda: running("ddp-mol2") and systemd_ready("ddp-mol2"), 120, 2), \
         "ddp-mol2 did not come back (systemctl is-system-running)"
     # A restarted container may get a new address on the podman network (as a host may from DHCP):
     # re-apply the access stage so the firewall's cluster sources and known_hosts hold it again.

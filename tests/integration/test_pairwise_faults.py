@@ -27,6 +27,7 @@ import time
 import pytest
 
 from checkout_env import checkout_env
+from podman_nodes import running
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
@@ -35,14 +36,8 @@ THIRD = "ddp-mol3"
 IMAGE = "localhost/ddp-mol-pairwise:test"
 
 
-def _running(name):
-    proc = subprocess.run(["podman", "container", "inspect", "-f", "{{.State.Running}}", name],
-                          capture_output=True, text=True, check=False)
-    return proc.returncode == 0 and proc.stdout.strip() == "true"
-
-
 pytestmark = pytest.mark.skipif(
-    not all(_running(n) for n in NODES),
+    not all(running(n) for n in NODES),
     reason="the Molecule nodes ddp-mol1/ddp-mol2 are not running (make test starts them with molecule)")
 
 

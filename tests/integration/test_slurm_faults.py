@@ -28,6 +28,7 @@ import time
 import pytest
 
 from checkout_env import checkout_env
+from podman_nodes import running
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = os.path.join(ROOT, "molecule", "local", "inventory", "nodes")
@@ -36,21 +37,15 @@ NODES = ("ddp-mol1", "ddp-mol2")
 RUN_TIMEOUT = 120
 
 
-def _running(name):
-    proc = subprocess.run(["podman", "container", "inspect", "-f", "{{.State.Running}}", name],
-                          capture_output=True, text=True, check=False)
-    return proc.returncode == 0 and proc.stdout.strip() == "true"
-
-
 def _slurm_on_nodes():
     proc = subprocess.run(["podman", "exec", "ddp-mol1", "sinfo", "-h"], capture_output=True, text=True, check=False)
     return proc.returncode == 0
 
 
 pytestmark = [
-    pytest.mark.skipif(not all(_running(n) for n in NODES),
+    pytest.mark.skipif(not all(running(n) for n in NODES),
                        reason="the Molecule nodes ddp-mol1/ddp-mol2 are not running (make test starts them)"),
-    pytest.mark.skipif(not all(_running(n) for n in NODES) or not _slurm_on_nodes(),
+    pytest.mark.skipif(not all(running(n) for n in NODES) or not _slurm_on_nodes(),
                        reason="Slurm is not set up on the Molecule nodes (ddp_scheduler: slurm, scheduler stage)"),
 ]
 
