@@ -47,19 +47,27 @@ def stack_outliers(per_node):
     return node_stack.stack_outliers(per_node)
 
 
-def mesh_plan(hosts, hostvars=None, forks=5, base_s=peermesh.DEFAULT_WINDOW_S, launch_s=peermesh.DEFAULT_LAUNCH_S):
-    """Who probes whom and for how long (see the sidecar documentation)."""
+def _addresses(hosts, hostvars, who, keys=("ddp_fabric_address", "ansible_host")):
+    """``[(name, address)]``: the first of ``keys`` a host has in hostvars, else its name (the names without
+    hostvars)."""
     if isinstance(hosts, (str, bytes)) or not hasattr(hosts, "__iter__"):
-        raise AnsibleFilterError("mesh_plan expects a list of host names, got %s" % type(hosts).__name__)
+        raise AnsibleFilterError("%s expects a list of host names, got %s" % (who, type(hosts).__name__))
     pairs = []
     for host in hosts:
         address = host
         if hostvars is not None:
             try:
-                address = hostvars[host].get("ansible_host", host)
+                facts = hostvars[host]
             except KeyError:
-                raise AnsibleFilterError("mesh_plan: %s is not in hostvars" % host)
+                raise AnsibleFilterError("%s: %s is not in hostvars" % (who, host))
+            address = next((facts.get(key) for key in keys if facts.get(key)), host)
         pairs.append((str(host), str(address)))
+    return pairs
+
+
+def mesh_plan(hosts, hostvars=None, forks=5, base_s=peermesh.DEFAULT_WINDOW_S, launch_s=peermesh.DEFAULT_LAUNCH_S):
+    """Who probes whom and for how long (see the sidecar documentation)."""
+    pairs = _addresses(hosts, hostvars, "mesh_plan", ("ansible_host",))
     try:
         return peermesh.mesh_plan(pairs, int(forks), float(base_s), float(launch_s))
     except (TypeError, ValueError) as exc:
@@ -97,23 +105,6 @@ def burnin_findings(per_node, min_ratio=burnin.DEFAULT_MIN_RATIO):
         return burnin.burnin_findings(per_node, min_ratio)
     except ValueError as exc:
         raise AnsibleFilterError("burnin_findings: %s" % exc)
-
-
-def _addresses(hosts, hostvars, who):
-    """``[(name, address)]``: ddp_fabric_address, else ansible_host, else the name."""
-    if isinstance(hosts, (str, bytes)) or not hasattr(hosts, "__iter__"):
-        raise AnsibleFilterError("%s expects a list of host names, got %s" % (who, type(hosts).__name__))
-    pairs = []
-    for host in hosts:
-        address = host
-        if hostvars is not None:
-            try:
-                facts = hostvars[host]
-            except KeyError:
-                raise AnsibleFilterError("%s: %s is not in hostvars" % (who, host))
-            address = facts.get("ddp_fabric_address") or facts.get("ansible_host") or host
-        pairs.append((str(host), str(address)))
-    return pairs
 
 
 def pair_plan(hosts, hostvars=None, port=29400, run_id="ddp-pair"):

@@ -34,6 +34,7 @@ The best pair, not the median, is the reference: with N = 3 a bad node is in two
 from __future__ import annotations
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import fraction, problem
+from ansible_collections.ddp.cluster.plugins.module_utils.peermesh import distinct_addresses
 
 DEFAULT_MIN_RATIO = 0.5
 
@@ -63,9 +64,7 @@ def ring_rounds(nodes):
 
 def _check_hosts(hosts, port):
     hosts = [(str(name), str(address)) for name, address in hosts]
-    addresses = [address for _name, address in hosts]
-    if len(set(addresses)) != len(addresses):
-        raise ValueError("addresses repeat: %s" % ", ".join(sorted(a for a in set(addresses) if addresses.count(a) > 1)))
+    distinct_addresses(hosts)
     port = int(port)
     if not 1 <= port <= 65535:
         raise ValueError("port must be in 1-65535, got %d" % port)

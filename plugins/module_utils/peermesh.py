@@ -80,6 +80,17 @@ def mesh_window(node_count, forks, base_s=DEFAULT_WINDOW_S, launch_s=DEFAULT_LAU
     return float(base_s) + launch_s * math.ceil(float(node_count) / forks)
 
 
+def distinct_addresses(hosts):
+    """Refuse ``[(name, address)]`` where two names share an address (two inventory names for one machine make
+    every check between them look fine while proving nothing).
+
+    :raises ValueError: naming the repeated addresses.
+    """
+    addresses = [host[1] for host in hosts]
+    if len(set(addresses)) != len(addresses):
+        raise ValueError("addresses repeat: %s" % ", ".join(sorted(a for a in set(addresses) if addresses.count(a) > 1)))
+
+
 def mesh_plan(hosts, forks, base_s=DEFAULT_WINDOW_S, launch_s=DEFAULT_LAUNCH_S):
     """What each node probes, and for how long.
 
@@ -91,9 +102,7 @@ def mesh_plan(hosts, forks, base_s=DEFAULT_WINDOW_S, launch_s=DEFAULT_LAUNCH_S):
         every pair between them look fine while proving nothing).
     """
     names = [host[0] for host in hosts]
-    addresses = [host[1] for host in hosts]
-    if len(set(addresses)) != len(addresses):
-        raise ValueError("addresses repeat: %s" % ", ".join(sorted(a for a in set(addresses) if addresses.count(a) > 1)))
+    distinct_addresses(hosts)
     address_of = dict(hosts)
     plan = {}
     for name in names:
