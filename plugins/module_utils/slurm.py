@@ -183,8 +183,9 @@ def drain_plan(states, errors, prefix=DRAIN_PREFIX):
     :param errors: {slurm node name: [problem codes at error severity]} for every node checked ([] = healthy).
     :returns: dict ``drain`` ({node: reason}), ``resume`` ([node]), ``operator`` ([node]: drained by
         someone else, left alone), ``unchanged`` ([node]).
-        A node with errors is drained with ``ddp:<CODE>[,<CODE>...]`` unless an operator's drain is
-        already on it; a healthy node drained with our prefix is resumed; nothing else is touched
+        A node with errors is drained with ``<prefix><CODE>[,<CODE>...]`` (``ddp:`` for the health stage,
+        ``ddp-health:`` for the node command) unless another drain is already on it; a healthy node
+        drained with this prefix is resumed; nothing else is touched
         (DeepOps PR #804: a re-run must not undo drains it did not set).
     """
     plan = {"drain": {}, "resume": [], "operator": [], "unchanged": []}
@@ -193,7 +194,8 @@ def drain_plan(states, errors, prefix=DRAIN_PREFIX):
         st = states.get(node)
         if st is None:
             continue
-        if st["drain"] and not st["ours"]:
+        ours = st["drain"] and st["reason"].startswith(prefix)
+        if st["drain"] and not ours:
             plan["operator"].append(node)
         elif codes:
             reason = prefix + ",".join(codes)
@@ -201,7 +203,7 @@ def drain_plan(states, errors, prefix=DRAIN_PREFIX):
                 plan["unchanged"].append(node)
             else:
                 plan["drain"][node] = reason
-        elif st["drain"] and st["ours"]:
+        elif ours:
             plan["resume"].append(node)
         else:
             plan["unchanged"].append(node)

@@ -58,7 +58,7 @@ PROBLEM_CODES = (
 # Variables with one of these prefixes are ours: a name that no role and no playbook reads is refused.
 PREFIXES = (
     "ddp_", "preflight_", "nvidia_repo_", "nvidia_driver_", "cuda_toolkit_", "cudnn_", "nccl_", "rdma_",
-    "net_tuning_", "ssh_trust_", "firewall_", "slurm_", "pytorch_env_", "ddp_benchmark_",
+    "net_tuning_", "ssh_trust_", "firewall_", "slurm_", "pytorch_env_", "ddp_benchmark_", "node_health_",
 )
 
 # playbooks/awx_setup.yml reads its own ddp_awx_* variables on the controller: not checked here.
@@ -254,6 +254,16 @@ def _range_problem(name, value, low, high, why):
         else "set %s to a value of at least %s." % (name, low))
 
 
+# Role options whose argument spec cannot say it all (no min/max; a templated default needs type raw there):
+# checked here, before any node is contacted.
+ROLE_RANGES = {
+    # Slurm kills a HealthCheckProgram after 60 s (slurm.conf(5)); the command needs a few seconds to report and drain.
+    "node_health_deadline_s": {"min": 1, "max": 55},
+    "node_health_expected_gpus": {"type": "int", "min": 0},
+    "slurm_health_check_interval": {"min": 0},
+}
+
+
 def _ranges(name, value, spec):
     """Range problems by the option's name and spec (ports, timeouts, MTU, explicit min/max)."""
     out = []
@@ -293,6 +303,7 @@ def _ranges(name, value, spec):
 
 def option_problems(name, value, spec):
     """Problems with one provided value against its spec (argument-spec keys, plus version/address/min/max)."""
+    spec = dict(spec, **ROLE_RANGES.get(name, {}))
     typ = spec.get("type", "str")
     if spec.get("address"):
         found = _address_problems(name, value)

@@ -200,9 +200,6 @@ topology:
            nics: {NIC0: mlx5_0}}
 """
 
-import os
-import platform
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import (
     FAIL_ON_CHOICES,
@@ -211,104 +208,13 @@ from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import (
     summary,
 )
 from ansible_collections.ddp.cluster.plugins.module_utils.gpu_health import build_facts, diagnose
-from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import pci_ancestors, version_tuple
-from ansible_collections.ddp.cluster.plugins.module_utils.pci import classify_pci
-
-PCI_ROOT = "/sys/bus/pci/devices"
-COMMAND_TIMEOUT_S = 120
-_ENV = {"LC_ALL": "C", "LANG": "C"}
-
-
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
-
-
-def read_pci_devices(root=PCI_ROOT):
-    """I/O edge: the sysfs PCI listing, and the bridges above each device. (None, {}) if unreadable."""
-    try:
-        names = sorted(os.listdir(root))
-    except OSError:
-        return None, {}
-    devices = []
-    ancestors = {}
-    for name in names:
-        path = os.path.join(root, name)
-        devices.append({"address": name, "vendor": _read(os.path.join(path, "vendor")),
-                        "device": _read(os.path.join(path, "device")), "class": _read(os.path.join(path, "class"))})
-        ancestors[name] = pci_ancestors(os.path.realpath(path))
-    return devices, ancestors
-
-
-def run(module, argv):
-    """I/O edge: one command, C locale, killed after COMMAND_TIMEOUT_S (rc 124) when `timeout` exists."""
-    timeout = module.get_bin_path("timeout")
-    if timeout:
-        argv = [timeout, "-k", "10", str(COMMAND_TIMEOUT_S)] + list(argv)
-    return module.run_command(argv, environ_update=_ENV)
-
-
-def read_kernel_log(module, since):
-    """I/O edge: (text, source) from journalctl -k, else dmesg; (None, None) when neither is readable."""
-    journalctl = module.get_bin_path("journalctl")
-    if journalctl:
-        window = ["-b"] if since == "boot" else ["--since", since]
-        rc, out, _err = run(module, [journalctl, "-k", "--no-pager", "-q", "-o", "short"] + window)
-        if rc == 0 and out.strip():
-            return out, "journalctl"
-    dmesg = module.get_bin_path("dmesg")
-    if dmesg:
-        rc, out, _err = run(module, [dmesg])
-        if rc == 0:
-            return out, "dmesg"
-    return None, None
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import version_tuple
+from ansible_collections.ddp.cluster.plugins.module_utils.health_io import collect_gpu
 
 
 def collect(module, params):
-    """I/O edge: everything build_facts needs, as raw text and exit codes."""
-    raw = {}
-    raw["pci_devices"], ancestors = read_pci_devices()
-    smi = module.get_bin_path("nvidia-smi")
-    raw["smi_found"] = bool(smi)
-    pci = classify_pci(raw["pci_devices"] or [])
-    pci_gpus = [d["address"] for d in pci["nvidia_gpus"]]
-    if not smi and raw["pci_devices"] is not None and not pci_gpus:
-        return raw  # NO_GPU: nothing else to read
-    if smi:
-        raw["smi_rc"], raw["smi_out"], raw["smi_err"] = run(module, [smi, "-q", "-x"])
-        if raw["smi_rc"] == 0:
-            rc, out, _err = run(module, [smi, "nvlink", "--status"])
-            raw["nvlink"] = out if rc == 0 else None
-            rc, out, _err = run(module, [smi, "topo", "-m"])
-            raw["topo"] = out if rc == 0 else None
-        elif raw["smi_rc"] == 9 or "communicate with the NVIDIA driver" in (raw["smi_out"] or "") + (raw["smi_err"] or ""):
-            raw["kernel_release"] = platform.release()
-            modinfo = module.get_bin_path("modinfo")
-            if modinfo:
-                raw["modinfo_rc"] = run(module, [modinfo, "-k", raw["kernel_release"], "-F", "version", "nvidia"])[0]
-            dkms = module.get_bin_path("dkms")
-            if dkms:
-                rc, out, _err = run(module, [dkms, "status"])
-                raw["dkms"] = out if rc == 0 else None
-    if params["check_xid"] or pci_gpus:
-        raw["kernel_log"], raw["kernel_log_source"] = read_kernel_log(module, params["xid_since"])
-    lsmod = module.get_bin_path("lsmod")
-    if lsmod:
-        rc, out, _err = run(module, [lsmod])
-        raw["lsmod"] = out if rc == 0 else None
-    lspci = module.get_bin_path("lspci")
-    if lspci:
-        rc, out, _err = run(module, [lspci, "-k", "-D", "-d", "10de:"])
-        raw["lspci_k"] = out if rc == 0 else None
-        if params["pcie_check"]:
-            rc, out, _err = run(module, [lspci, "-vvv", "-D"])
-            raw["lspci_vvv"] = out if rc == 0 else None
-            nics = [d["address"] for d in pci["mellanox_nics"]]
-            raw["pci_ancestors"] = dict((a, ancestors.get(a, [])) for a in pci_gpus + nics)
-    return raw
+    """I/O edge: everything build_facts needs (module_utils.health_io, shared with the node command)."""
+    return collect_gpu(module, params)
 
 
 def build_module():

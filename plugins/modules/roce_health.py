@@ -150,167 +150,19 @@ qos:
   sample: {"ens1f0": {"trust": "dscp", "pfc": [0, 0, 0, 1, 0, 0, 0, 0], "pfc_enabled": [3]}}
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import (
     FAIL_ON_CHOICES, result, should_fail, summary)
-from ansible_collections.ddp.cluster.plugins.module_utils.pci import classify_pci
-from ansible_collections.ddp.cluster.plugins.module_utils.rdma_parsers import (
-    default_route_interface, parse_ibv_devinfo, parse_ip_json, parse_sysfs_ib, roce_active_mtu)
-from ansible_collections.ddp.cluster.plugins.module_utils.rdma_tools import parse_mlnx_qos
+from ansible_collections.ddp.cluster.plugins.module_utils.health_io import gather_roce
 from ansible_collections.ddp.cluster.plugins.module_utils.roce_health import (
-    NO_RDMA_SEVERITIES, choose_fabric_interface, diagnose, nccl_settings, recommend_gid_index)
-
-C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
+    NO_RDMA_SEVERITIES, diagnose, nccl_settings, recommend_gid_index)
 
 
 # ------------------------------------------------------------------ I/O edge
 
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError, UnicodeDecodeError):
-        return None
-
-
-def _listdir(path):
-    try:
-        return sorted(os.listdir(path))
-    except (IOError, OSError):
-        return []
-
-
-def _zero_gid(text):
-    return not (text or "").replace("0", "").replace(":", "").strip()
-
-
-def read_ib_tree(sysfs_root):
-    """The parts of /sys/class/infiniband the diagnosis needs, as ``{path: content}``."""
-    base = os.path.join(sysfs_root, "class", "infiniband")
-    tree = {}
-    for dev in _listdir(base):
-        ports_dir = os.path.join(base, dev, "ports")
-        for num in _listdir(ports_dir):
-            pdir = os.path.join(ports_dir, num)
-            for name in ("state", "phys_state", "link_layer", "rate"):
-                tree[os.path.join(pdir, name)] = _read(os.path.join(pdir, name))
-            for index in _listdir(os.path.join(pdir, "gids")):
-                if not index.isdigit():
-                    continue
-                gid = _read(os.path.join(pdir, "gids", index))
-                if gid is None or _zero_gid(gid):
-                    continue
-                tree[os.path.join(pdir, "gids", index)] = gid
-                for attr in ("types", "ndevs"):
-                    path = os.path.join(pdir, "gid_attrs", attr, index)
-                    tree[path] = _read(path)
-        net_dir = os.path.join(base, dev, "device", "net")
-        for ifname in _listdir(net_dir):
-            for attr in ("mtu", "operstate", "dev_port"):
-                path = os.path.join(net_dir, ifname, attr)
-                tree[path] = _read(path)
-    return tree
-
-
-def read_pci(sysfs_root):
-    """The raw vendor/device/class text of every PCI function."""
-    base = os.path.join(sysfs_root, "bus", "pci", "devices")
-    devices = []
-    for address in _listdir(base):
-        devdir = os.path.join(base, address)
-        devices.append({"address": address,
-                        "vendor": _read(os.path.join(devdir, "vendor")) or "",
-                        "device": _read(os.path.join(devdir, "device")) or "",
-                        "class": _read(os.path.join(devdir, "class")) or ""})
-    return devices
-
-
-def read_net_sysfs(sysfs_root):
-    """Interfaces from /sys/class/net (names and MTU), for nodes without iproute2."""
-    base = os.path.join(sysfs_root, "class", "net")
-    out = {}
-    for name in _listdir(base):
-        mtu = _read(os.path.join(base, name, "mtu"))
-        out[name] = {"mtu": int(mtu) if mtu and mtu.strip().isdigit() else None, "ipv4": [],
-                     "operstate": (_read(os.path.join(base, name, "operstate")) or "").strip() or None}
-    return out
-
-
-def _bin(module, name):
-    return module.get_bin_path(name)
-
-
-def _run(module, argv):
-    """Run a command in the C locale; (rc, stdout)."""
-    rc, out, _err = module.run_command(argv, environ_update=C_LOCALE)
-    return rc, out
-
-
 def gather(module, params):
-    """Everything read from the node, as the facts diagnose() takes, plus notes."""
-    root = params["sysfs_root"]
-    ports = parse_sysfs_ib(read_ib_tree(root))
-    nics = classify_pci(read_pci(root))["mellanox_nics"]
-
-    interfaces = None
-    default_if = None
-    ip_bin = _bin(module, "ip")
-    if ip_bin:
-        rc, out = _run(module, [ip_bin, "-j", "addr", "show"])
-        if rc == 0:
-            try:
-                interfaces = parse_ip_json(out)
-            except ValueError:
-                interfaces = None
-        rc, out = _run(module, [ip_bin, "-j", "route", "show", "default"])
-        if rc == 0:
-            default_if = default_route_interface(out)
-    if interfaces is None:
-        interfaces = read_net_sysfs(root)
-
-    mtu_from_verbs = {}
-    if ports:
-        verbs_bin = _bin(module, "ibv_devinfo")
-        if verbs_bin:
-            rc, out = _run(module, [verbs_bin])
-            if rc == 0:
-                for dev in parse_ibv_devinfo(out):
-                    for vport in dev["ports"]:
-                        mtu_from_verbs[(dev["hca_id"], vport["port"])] = vport["active_mtu"]
-    for port in ports:
-        if port.get("netdev_mtu") is None and port.get("netdev"):
-            port["netdev_mtu"] = (interfaces.get(port["netdev"]) or {}).get("mtu")
-        verbs_mtu = mtu_from_verbs.get((port["device"], port["port"]))
-        if verbs_mtu:
-            port["active_mtu"], port["active_mtu_source"] = verbs_mtu, "ibv_devinfo"
-        elif port.get("link_layer") == "Ethernet" and port.get("netdev_mtu"):
-            port["active_mtu"] = roce_active_mtu(port["netdev_mtu"])
-            port["active_mtu_source"] = "netdev_mtu"
-        else:
-            port["active_mtu_source"] = None
-
-    qos = {}
-    qos_bin = _bin(module, "mlnx_qos") if ports else None
-    if qos_bin:
-        for netdev in sorted(set(p["netdev"] for p in ports if p.get("netdev") and p.get("link_layer") == "Ethernet")):
-            rc, out = _run(module, [qos_bin, "-i", netdev])
-            if rc == 0:
-                qos[netdev] = parse_mlnx_qos(out)
-
-    fabric = params.get("fabric_interface") or choose_fabric_interface(ports, interfaces, default_if)
-    fabric_ipv4 = None
-    if fabric and (interfaces.get(fabric) or {}).get("ipv4"):
-        fabric_ipv4 = interfaces[fabric]["ipv4"][0]
-    else:
-        for port in ports:
-            for gid in port.get("gids") or []:
-                if fabric and gid.get("ndev") == fabric and gid.get("version") == 2 and gid.get("ipv4") \
-                        and not gid.get("link_local"):
-                    fabric_ipv4 = fabric_ipv4 or gid["ipv4"]
-    return {"ports": ports, "mellanox_nics": nics, "interfaces": interfaces, "qos": qos,
-            "fabric_interface": fabric, "fabric_ipv4": fabric_ipv4}
+    """Everything read from the node (module_utils.health_io, shared with the node command)."""
+    return gather_roce(module, params)
 
 
 # ------------------------------------------------------------------ orchestration

@@ -98,3 +98,32 @@ def test_role_and_filter_by_fqcn_from_the_installed_tarball(installed):
     with open(os.path.join(ROOT, "data", "compat_matrix.yml"), encoding="utf-8") as handle:
         default_torch = yaml.safe_load(handle)["default_torch"]
     assert "default torch %s" % default_torch in out, out
+
+
+def test_node_health_role_from_the_installed_tarball(installed, tmp_path):
+    """node_health copies the collection's module_utils from the install (role_path/../../plugins): the command it
+    leaves runs on its own, without Ansible and without the clone, and judges this machine (no GPU: exit 0)."""
+    env, work, _tarball = installed
+    playbook = os.path.join(work, "node_health.yml")
+    with open(playbook, "w", encoding="utf-8") as handle:
+        handle.write(
+            "---\n"
+            "- name: Install ddp-health from the installed collection\n"
+            "  hosts: localhost\n"
+            "  connection: local\n"
+            "  gather_facts: false\n"
+            "  roles:\n"
+            "    - role: ddp.cluster.node_health\n")
+    prefix = tmp_path / "opt"
+    proc = run(["ansible-playbook", "-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable,
+                "-e", "node_health_bin_dir=%s/bin node_health_lib_dir=%s/lib" % (prefix, prefix),
+                "-e", "node_health_config_file=%s/health.json" % prefix, playbook], work, env)
+    assert "failed=0" in proc.stdout and "ddp-health on localhost: WARN" in proc.stdout, proc.stdout
+    clean = dict((k, v) for k, v in os.environ.items() if k not in ("PYTHONPATH", "ANSIBLE_COLLECTIONS_PATH"))
+    ran = subprocess.run([str(prefix / "bin" / "ddp-health"), "--json"], cwd="/", env=clean, capture_output=True,
+                         text=True, check=False, timeout=60)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    report = json.loads(ran.stdout)
+    assert report["verdict"] == "WARN" and report["warnings"] == ["NO_GPU", "NO_RDMA"]
+    assert os.path.isfile(prefix / "lib" / "ansible_collections" / "ddp" / "cluster" / "plugins" / "module_utils" /
+                          "health_io.py")

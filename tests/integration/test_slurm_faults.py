@@ -7,6 +7,7 @@
   and a healthy run afterwards resumes it; the verdicts (FAIL, flagged HEALTH_REPEAT_FAIL the second time) and
   their history;
 - an operator's drain is left alone by a healthy health run;
+- Slurm's HealthCheckProgram (ddp-health-slurm) drains ddp-mol2 when its own checks fail and resumes it once fixed;
 - ddp-mol2's stack drifted from the pytorch_env manifest: named (STACK_DRIFT) before the all-reduce, which runs on
   ddp-mol1 alone, drained ``ddp:STACK_DRIFT``, resumed once the manifest is back;
 - the burn-in tier with ddp-mol2's CPU capped: BURNIN_SLOW names ddp-mol2, drained ``ddp:BURNIN_SLOW``, resumed by a
@@ -159,6 +160,33 @@ def test_health_error_drains_the_node_then_a_healthy_run_resumes_it(bad_ifname_i
         assert records[1]["errors"] == ["IFNAME_NOT_FOUND"] and records[1]["warnings"] == ["NO_GPU", "NO_RDMA"]
     finally:
         podman_exec("ddp-mol1", "scontrol", "update", "NodeName=ddp-mol2", "State=RESUME", check=False)
+
+
+def test_health_check_program_drains_the_failing_node_and_resumes_it_once_fixed():
+    """slurm.conf's HealthCheckProgram (ddp-health-slurm, ddp.cluster.node_health) runs when slurmd starts: with
+    ddp-mol2's settings naming a Gloo interface it lacks, the node drains itself (reason ddp-health:IFNAME_NOT_FOUND);
+    once the settings are fixed, the next run resumes it. ddp-mol1 is not touched."""
+    assert wait_until(lambda: node_states().get("ddp-mol2", ("",))[0] == "idle", 180, 3), node_states()
+    settings = "/etc/ddp/health.json"
+    original = podman_exec("ddp-mol2", "cat", settings).stdout
+    bad = json.loads(original)
+    bad["roce"]["gloo_socket_ifname"] = "nosuch0"
+
+    def write(text):
+        subprocess.run(["podman", "exec", "-i", "ddp-mol2", "sh", "-c", "cat > " + settings], input=text,
+                       text=True, check=True)
+    write(json.dumps(bad))
+    try:
+        podman_exec("ddp-mol2", "systemctl", "restart", "slurmd")
+        assert wait_until(lambda: node_states()["ddp-mol2"][1] == "ddp-health:IFNAME_NOT_FOUND", 60), node_states()
+        assert node_states()["ddp-mol2"][0].startswith("drain") and node_states()["ddp-mol1"][1] == "none"
+        by_hand = podman_exec("ddp-mol2", "/opt/ddp/bin/ddp-health", check=False)
+        assert by_hand.returncode == 1 and by_hand.stdout.startswith("ddp-health: FAIL on ddp-mol2 in "), by_hand.stdout
+        assert "[IFNAME_NOT_FOUND] error GLOO_SOCKET_IFNAME" in by_hand.stdout
+    finally:
+        write(original)
+    podman_exec("ddp-mol2", "systemctl", "restart", "slurmd")
+    assert wait_until(lambda: node_states()["ddp-mol2"] == ("idle", "none"), 60), node_states()
 
 
 def test_operator_drain_is_left_alone_by_a_healthy_run():

@@ -130,3 +130,21 @@ def test_reference_baseline_ran_the_dataloader_across_nodes(host):
     assert set(result["loader"]["per_host"]) == set(result["hosts"])
     assert isinstance(result["loader"]["input_bound"], bool)
     assert all(rank["loader_samples_per_s"] > 0 for rank in result["per_rank"])
+
+
+def test_node_health_command_keeps_the_node_within_slurms_limit(host):
+    """ddp-health (ddp.cluster.node_health): WARN (no GPU, no RDMA here), exit 0, well under Slurm's 60 s."""
+    cmd = host.run("/opt/ddp/bin/ddp-health --json")
+    assert cmd.rc == 0, cmd.stdout + cmd.stderr
+    report = json.loads(cmd.stdout)
+    assert (report["verdict"], report["errors"], report["warnings"]) == ("WARN", [], ["NO_GPU", "NO_RDMA"])
+    assert report["node"] == host.check_output("hostname -s") and report["elapsed_s"] < 50
+    settings = json.loads(host.file("/etc/ddp/health.json").content_string)
+    assert settings["deadline_s"] == 50 and settings["slurm"] == {"prefix": "ddp-health:"}
+
+
+def test_slurm_runs_it_as_health_check_program(host):
+    config = host.check_output("scontrol show config")
+    assert re.search(r"^HealthCheckProgram\s*=\s*/opt/ddp/bin/ddp-health-slurm$", config, re.M), config
+    assert re.search(r"^HealthCheckInterval\s*=\s*300 sec$", config, re.M)
+    assert re.search(r"^HealthCheckNodeState\s*=\s*ANY$", config, re.M)

@@ -8,6 +8,7 @@ import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.ddp.cluster.plugins.module_utils import health_io
 from ansible_collections.ddp.cluster.plugins.modules import gpu_health
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "gpu")
@@ -47,7 +48,7 @@ def fake_tools(monkeypatch, tools, outputs, calls):
 
 def test_no_gpu_no_nvidia_smi(monkeypatch, capsys):
     calls = []
-    monkeypatch.setattr(gpu_health, "read_pci_devices", lambda root=gpu_health.PCI_ROOT: ([HOST_BRIDGE], {}))
+    monkeypatch.setattr(health_io, "read_pci_devices", lambda root=health_io.PCI_ROOT: ([HOST_BRIDGE], {}))
     fake_tools(monkeypatch, ["journalctl", "dmesg", "lspci", "lsmod", "timeout"], {}, calls)
     result = run_main(capsys, {})
     assert not result.get("failed")
@@ -57,7 +58,7 @@ def test_no_gpu_no_nvidia_smi(monkeypatch, capsys):
 
 
 def test_no_gpu_fails_when_asked(monkeypatch, capsys):
-    monkeypatch.setattr(gpu_health, "read_pci_devices", lambda root=gpu_health.PCI_ROOT: ([], {}))
+    monkeypatch.setattr(health_io, "read_pci_devices", lambda root=health_io.PCI_ROOT: ([], {}))
     fake_tools(monkeypatch, [], {}, [])
     result = run_main(capsys, {"no_gpu_severity": "error"})
     assert result["failed"] is True and "[NO_GPU]" in result["msg"]
@@ -73,8 +74,8 @@ def test_no_gpu_real_sysfs_of_this_machine(monkeypatch, capsys):
 
 def test_a100_through_the_edge(monkeypatch, capsys):
     calls = []
-    monkeypatch.setattr(gpu_health, "read_pci_devices",
-                        lambda root=gpu_health.PCI_ROOT: ([HOST_BRIDGE, A100], {"0000:01:00.0": ["0000:00:01.0"]}))
+    monkeypatch.setattr(health_io, "read_pci_devices",
+                        lambda root=health_io.PCI_ROOT: ([HOST_BRIDGE, A100], {"0000:01:00.0": ["0000:00:01.0"]}))
     outputs = {
         "nvidia-smi -q -x": (0, fixture("nvidia-smi_q_x_A100-SXM4-80GB_driver535__telegraf.xml"), ""),
         "nvidia-smi nvlink --status": (0, fixture("nvidia-smi_nvlink_status_A100_good__azurehpc-health-checks.txt"), ""),
@@ -96,10 +97,10 @@ def test_a100_through_the_edge(monkeypatch, capsys):
 
 
 def test_driver_not_loaded_fails(monkeypatch, capsys):
-    monkeypatch.setattr(gpu_health, "read_pci_devices", lambda root=gpu_health.PCI_ROOT: ([A100], {}))
+    monkeypatch.setattr(health_io, "read_pci_devices", lambda root=health_io.PCI_ROOT: ([A100], {}))
     outputs = {
         "nvidia-smi -q -x": (9, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", ""),
-        "modinfo -k %s -F version nvidia" % gpu_health.platform.release(): (1, "", "modinfo: ERROR: Module nvidia not found."),
+        "modinfo -k %s -F version nvidia" % health_io.platform.release(): (1, "", "modinfo: ERROR: Module nvidia not found."),
         "dkms status": (0, "nvidia/535.104.05, 4.18.0-477.10.1.el8_8.x86_64, x86_64: installed\n", ""),
     }
     fake_tools(monkeypatch, ["nvidia-smi", "modinfo", "dkms"], outputs, [])
@@ -110,7 +111,7 @@ def test_driver_not_loaded_fails(monkeypatch, capsys):
 
 
 def test_kernel_log_unreadable_is_info(monkeypatch, capsys):
-    monkeypatch.setattr(gpu_health, "read_pci_devices", lambda root=gpu_health.PCI_ROOT: ([A100], {}))
+    monkeypatch.setattr(health_io, "read_pci_devices", lambda root=health_io.PCI_ROOT: ([A100], {}))
     outputs = {"nvidia-smi -q -x": (0, fixture("nvidia-smi_q_x_A100-SXM4-80GB_driver535__telegraf.xml"), ""),
                "dmesg": (1, "", "dmesg: read kernel buffer failed: Operation not permitted")}
     fake_tools(monkeypatch, ["nvidia-smi", "dmesg"], outputs, [])
@@ -120,6 +121,6 @@ def test_kernel_log_unreadable_is_info(monkeypatch, capsys):
 
 
 def test_bad_min_driver(monkeypatch, capsys):
-    monkeypatch.setattr(gpu_health, "read_pci_devices", lambda root=gpu_health.PCI_ROOT: ([], {}))
+    monkeypatch.setattr(health_io, "read_pci_devices", lambda root=health_io.PCI_ROOT: ([], {}))
     result = run_main(capsys, {"min_driver": "latest"})
     assert result["failed"] is True and "min_driver" in result["msg"]

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.ddp.cluster.plugins.modules import roce_health as mod
 
@@ -55,12 +56,14 @@ def roce_tree(root, gid_index=3, pfc=None):
 def run_module(args, monkeypatch, capsys, tools=None):
     """Run main() with ``tools``: {binary: {argv-tail-tuple: (rc, stdout)}}; others are absent."""
     tools = tools or {}
-    monkeypatch.setattr(mod, "_bin", lambda module, name: "/usr/bin/" + name if name in tools else None)
+    monkeypatch.setattr(AnsibleModule, "get_bin_path",
+                        lambda module, name, required=False, opt_dirs=None: "/usr/bin/" + name if name in tools else None)
 
-    def fake_run(module, argv):
+    def fake_run(module, argv, **kwargs):
+        assert kwargs.get("environ_update") == {"LC_ALL": "C", "LANG": "C"}
         name = argv[0].rsplit("/", 1)[-1]
-        return tools[name].get(tuple(argv[1:]), (1, ""))
-    monkeypatch.setattr(mod, "_run", fake_run)
+        return tools[name].get(tuple(argv[1:]), (1, "")) + ("",)
+    monkeypatch.setattr(AnsibleModule, "run_command", fake_run)
     with patch_module_args(args):
         with pytest.raises(SystemExit):
             mod.main()

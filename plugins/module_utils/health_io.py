@@ -1,0 +1,325 @@
+# Copyright: ddp.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The I/O edge of the node-local health checks, shared by the modules and the node command.
+
+``gpu_health`` and ``roce_health`` (the modules) and ``ddp-health`` (the program the ``node_health`` role installs
+on each node, run without Ansible by Slurm's HealthCheckProgram or a prolog) read the node the same way: sysfs,
+then a few commands. Those reads live here, behind a *runner*: any object with
+
+* ``get_bin_path(name)``: the absolute path of a command, or None when it is not installed;
+* ``run_command(argv, environ_update=None)``: ``(rc, stdout, stderr)`` as text.
+
+``AnsibleModule`` is such a runner; :class:`CommandRunner` is the one for the node command (standard library only,
+with a deadline: Slurm kills a HealthCheckProgram after 60 s, slurm.conf(5)). What is read goes, unchanged, to the
+pure parsers and diagnoses in ``gpu_health`` / ``roce_health`` (module_utils).
+"""
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import time
+
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import pci_ancestors
+from ansible_collections.ddp.cluster.plugins.module_utils.pci import classify_pci
+from ansible_collections.ddp.cluster.plugins.module_utils.rdma_parsers import (
+    default_route_interface, parse_ibv_devinfo, parse_ip_json, parse_sysfs_ib, roce_active_mtu)
+from ansible_collections.ddp.cluster.plugins.module_utils.rdma_tools import parse_mlnx_qos
+from ansible_collections.ddp.cluster.plugins.module_utils.roce_health import choose_fabric_interface
+
+PCI_ROOT = "/sys/bus/pci/devices"
+COMMAND_TIMEOUT_S = 120
+C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
+SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+
+
+class DeadlineExceeded(Exception):
+    """The node command ran out of time before a command finished (it was killed, with its process group)."""
+
+
+class CommandRunner(object):
+    """A runner for programs outside Ansible: ``shutil.which`` and ``subprocess`` with one overall deadline.
+
+    :param deadline_s: seconds from now after which no command runs any more; a command still running then is killed
+        (SIGKILL to its process group) and :class:`DeadlineExceeded` is raised. None for no deadline.
+    :param clock: a monotonic clock in seconds (tests pass their own).
+    """
+
+    def __init__(self, deadline_s=None, clock=time.monotonic):
+        self._clock = clock
+        self._deadline = None if deadline_s is None else clock() + float(deadline_s)
+
+    def remaining(self):
+        """Seconds left before the deadline (None without one; 0 or less once it has passed)."""
+        return None if self._deadline is None else self._deadline - self._clock()
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        """The path of ``name`` on PATH or in the sbin directories (as AnsibleModule.get_bin_path), else None."""
+        dirs = (os.environ.get("PATH") or os.defpath).split(os.pathsep) + list(opt_dirs or []) + list(SBIN_DIRS)
+        return shutil.which(name, path=os.pathsep.join(d for d in dirs if d))
+
+    def run_command(self, args, environ_update=None, **_kwargs):
+        """Run ``args`` (a list, no shell) and return ``(rc, stdout, stderr)`` as text (undecodable bytes replaced).
+
+        :raises DeadlineExceeded: the deadline had passed, or passed while the command ran.
+        """
+        left = self.remaining()
+        if left is not None and left <= 0:
+            raise DeadlineExceeded("no time left to run %s" % args[0])
+        env = dict(os.environ)
+        env.update(environ_update or {})
+        try:
+            proc = subprocess.Popen(list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=env, start_new_session=True)
+        except OSError as exc:
+            return 127, "", "%s: %s" % (args[0], exc)
+        try:
+            out, err = proc.communicate(timeout=left)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.communicate()
+            raise DeadlineExceeded("%s did not finish before the deadline (killed)" % " ".join(args))
+        return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError, UnicodeDecodeError):
+        return None
+
+
+def _listdir(path):
+    try:
+        return sorted(os.listdir(path))
+    except (IOError, OSError):
+        return []
+
+
+# ------------------------------------------------------------------ GPU (gpu_health)
+
+def read_pci_devices(root=PCI_ROOT):
+    """The sysfs PCI listing, and the bridges above each device. (None, {}) if unreadable."""
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return None, {}
+    devices = []
+    ancestors = {}
+    for name in names:
+        path = os.path.join(root, name)
+        devices.append({"address": name, "vendor": _read(os.path.join(path, "vendor")),
+                        "device": _read(os.path.join(path, "device")), "class": _read(os.path.join(path, "class"))})
+        ancestors[name] = pci_ancestors(os.path.realpath(path))
+    return devices, ancestors
+
+
+def run_timed(runner, argv, timeout_s=COMMAND_TIMEOUT_S):
+    """One command in the C locale, killed after ``timeout_s`` seconds (rc 124) when coreutils ``timeout`` exists."""
+    timeout = runner.get_bin_path("timeout")
+    if timeout:
+        argv = [timeout, "-k", "10", str(int(timeout_s))] + list(argv)
+    return runner.run_command(argv, environ_update=C_LOCALE)
+
+
+def read_kernel_log(runner, since, timeout_s=COMMAND_TIMEOUT_S):
+    """(text, source) from journalctl -k, else dmesg; (None, None) when neither is readable."""
+    journalctl = runner.get_bin_path("journalctl")
+    if journalctl:
+        window = ["-b"] if since == "boot" else ["--since", since]
+        rc, out, _err = run_timed(runner, [journalctl, "-k", "--no-pager", "-q", "-o", "short"] + window, timeout_s)
+        if rc == 0 and out.strip():
+            return out, "journalctl"
+    dmesg = runner.get_bin_path("dmesg")
+    if dmesg:
+        rc, out, _err = run_timed(runner, [dmesg], timeout_s)
+        if rc == 0:
+            return out, "dmesg"
+    return None, None
+
+
+def collect_gpu(runner, params, pci_root=PCI_ROOT, timeout_s=COMMAND_TIMEOUT_S):
+    """Everything ``gpu_health.build_facts`` needs, as raw text and exit codes.
+
+    :param params: ``check_xid`` (bool), ``xid_since`` (``boot`` or a journalctl --since time), ``pcie_check`` (bool).
+    :param timeout_s: per command, seconds.
+    """
+    raw = {}
+    raw["pci_devices"], ancestors = read_pci_devices(pci_root)
+    smi = runner.get_bin_path("nvidia-smi")
+    raw["smi_found"] = bool(smi)
+    pci = classify_pci(raw["pci_devices"] or [])
+    pci_gpus = [d["address"] for d in pci["nvidia_gpus"]]
+    if not smi and raw["pci_devices"] is not None and not pci_gpus:
+        return raw  # NO_GPU: nothing else to read
+    if smi:
+        raw["smi_rc"], raw["smi_out"], raw["smi_err"] = run_timed(runner, [smi, "-q", "-x"], timeout_s)
+        if raw["smi_rc"] == 0:
+            rc, out, _err = run_timed(runner, [smi, "nvlink", "--status"], timeout_s)
+            raw["nvlink"] = out if rc == 0 else None
+            rc, out, _err = run_timed(runner, [smi, "topo", "-m"], timeout_s)
+            raw["topo"] = out if rc == 0 else None
+        elif raw["smi_rc"] == 9 or "communicate with the NVIDIA driver" in (raw["smi_out"] or "") + (raw["smi_err"] or ""):
+            raw["kernel_release"] = platform.release()
+            modinfo = runner.get_bin_path("modinfo")
+            if modinfo:
+                raw["modinfo_rc"] = run_timed(
+                    runner, [modinfo, "-k", raw["kernel_release"], "-F", "version", "nvidia"], timeout_s)[0]
+            dkms = runner.get_bin_path("dkms")
+            if dkms:
+                rc, out, _err = run_timed(runner, [dkms, "status"], timeout_s)
+                raw["dkms"] = out if rc == 0 else None
+    if params["check_xid"] or pci_gpus:
+        raw["kernel_log"], raw["kernel_log_source"] = read_kernel_log(runner, params["xid_since"], timeout_s)
+    lsmod = runner.get_bin_path("lsmod")
+    if lsmod:
+        rc, out, _err = run_timed(runner, [lsmod], timeout_s)
+        raw["lsmod"] = out if rc == 0 else None
+    lspci = runner.get_bin_path("lspci")
+    if lspci:
+        rc, out, _err = run_timed(runner, [lspci, "-k", "-D", "-d", "10de:"], timeout_s)
+        raw["lspci_k"] = out if rc == 0 else None
+        if params["pcie_check"]:
+            rc, out, _err = run_timed(runner, [lspci, "-vvv", "-D"], timeout_s)
+            raw["lspci_vvv"] = out if rc == 0 else None
+            nics = [d["address"] for d in pci["mellanox_nics"]]
+            raw["pci_ancestors"] = dict((a, ancestors.get(a, [])) for a in pci_gpus + nics)
+    return raw
+
+
+# ------------------------------------------------------------------ RDMA / RoCE (roce_health)
+
+def _zero_gid(text):
+    return not (text or "").replace("0", "").replace(":", "").strip()
+
+
+def read_ib_tree(sysfs_root):
+    """The parts of /sys/class/infiniband the diagnosis needs, as ``{path: content}``."""
+    base = os.path.join(sysfs_root, "class", "infiniband")
+    tree = {}
+    for dev in _listdir(base):
+        ports_dir = os.path.join(base, dev, "ports")
+        for num in _listdir(ports_dir):
+            pdir = os.path.join(ports_dir, num)
+            for name in ("state", "phys_state", "link_layer", "rate"):
+                tree[os.path.join(pdir, name)] = _read(os.path.join(pdir, name))
+            for index in _listdir(os.path.join(pdir, "gids")):
+                if not index.isdigit():
+                    continue
+                gid = _read(os.path.join(pdir, "gids", index))
+                if gid is None or _zero_gid(gid):
+                    continue
+                tree[os.path.join(pdir, "gids", index)] = gid
+                for attr in ("types", "ndevs"):
+                    path = os.path.join(pdir, "gid_attrs", attr, index)
+                    tree[path] = _read(path)
+        net_dir = os.path.join(base, dev, "device", "net")
+        for ifname in _listdir(net_dir):
+            for attr in ("mtu", "operstate", "dev_port"):
+                path = os.path.join(net_dir, ifname, attr)
+                tree[path] = _read(path)
+    return tree
+
+
+def read_pci(sysfs_root):
+    """The raw vendor/device/class text of every PCI function."""
+    base = os.path.join(sysfs_root, "bus", "pci", "devices")
+    devices = []
+    for address in _listdir(base):
+        devdir = os.path.join(base, address)
+        devices.append({"address": address,
+                        "vendor": _read(os.path.join(devdir, "vendor")) or "",
+                        "device": _read(os.path.join(devdir, "device")) or "",
+                        "class": _read(os.path.join(devdir, "class")) or ""})
+    return devices
+
+
+def read_net_sysfs(sysfs_root):
+    """Interfaces from /sys/class/net (names and MTU), for nodes without iproute2."""
+    base = os.path.join(sysfs_root, "class", "net")
+    out = {}
+    for name in _listdir(base):
+        mtu = _read(os.path.join(base, name, "mtu"))
+        out[name] = {"mtu": int(mtu) if mtu and mtu.strip().isdigit() else None, "ipv4": [],
+                     "operstate": (_read(os.path.join(base, name, "operstate")) or "").strip() or None}
+    return out
+
+
+def _run(runner, argv):
+    """Run a command in the C locale; (rc, stdout)."""
+    rc, out, _err = runner.run_command(argv, environ_update=C_LOCALE)
+    return rc, out
+
+
+def gather_roce(runner, params):
+    """Everything read from the node, as the facts ``roce_health.diagnose`` takes.
+
+    :param params: ``sysfs_root`` (normally ``/sys``) and ``fabric_interface`` (None to choose).
+    """
+    root = params["sysfs_root"]
+    ports = parse_sysfs_ib(read_ib_tree(root))
+    nics = classify_pci(read_pci(root))["mellanox_nics"]
+
+    interfaces = None
+    default_if = None
+    ip_bin = runner.get_bin_path("ip")
+    if ip_bin:
+        rc, out = _run(runner, [ip_bin, "-j", "addr", "show"])
+        if rc == 0:
+            try:
+                interfaces = parse_ip_json(out)
+            except ValueError:
+                interfaces = None
+        rc, out = _run(runner, [ip_bin, "-j", "route", "show", "default"])
+        if rc == 0:
+            default_if = default_route_interface(out)
+    if interfaces is None:
+        interfaces = read_net_sysfs(root)
+
+    mtu_from_verbs = {}
+    if ports:
+        verbs_bin = runner.get_bin_path("ibv_devinfo")
+        if verbs_bin:
+            rc, out = _run(runner, [verbs_bin])
+            if rc == 0:
+                for dev in parse_ibv_devinfo(out):
+                    for vport in dev["ports"]:
+                        mtu_from_verbs[(dev["hca_id"], vport["port"])] = vport["active_mtu"]
+    for port in ports:
+        if port.get("netdev_mtu") is None and port.get("netdev"):
+            port["netdev_mtu"] = (interfaces.get(port["netdev"]) or {}).get("mtu")
+        verbs_mtu = mtu_from_verbs.get((port["device"], port["port"]))
+        if verbs_mtu:
+            port["active_mtu"], port["active_mtu_source"] = verbs_mtu, "ibv_devinfo"
+        elif port.get("link_layer") == "Ethernet" and port.get("netdev_mtu"):
+            port["active_mtu"] = roce_active_mtu(port["netdev_mtu"])
+            port["active_mtu_source"] = "netdev_mtu"
+        else:
+            port["active_mtu_source"] = None
+
+    qos = {}
+    qos_bin = runner.get_bin_path("mlnx_qos") if ports else None
+    if qos_bin:
+        for netdev in sorted(set(p["netdev"] for p in ports if p.get("netdev") and p.get("link_layer") == "Ethernet")):
+            rc, out = _run(runner, [qos_bin, "-i", netdev])
+            if rc == 0:
+                qos[netdev] = parse_mlnx_qos(out)
+
+    fabric = params.get("fabric_interface") or choose_fabric_interface(ports, interfaces, default_if)
+    fabric_ipv4 = None
+    if fabric and (interfaces.get(fabric) or {}).get("ipv4"):
+        fabric_ipv4 = interfaces[fabric]["ipv4"][0]
+    else:
+        for port in ports:
+            for gid in port.get("gids") or []:
+                if fabric and gid.get("ndev") == fabric and gid.get("version") == 2 and gid.get("ipv4") \
+                        and not gid.get("link_local"):
+                    fabric_ipv4 = fabric_ipv4 or gid["ipv4"]
+    return {"ports": ports, "mellanox_nics": nics, "interfaces": interfaces, "qos": qos,
+            "fabric_interface": fabric, "fabric_ipv4": fabric_ipv4}

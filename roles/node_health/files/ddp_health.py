@@ -1,0 +1,130 @@
+# Copyright: ddp.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""ddp-health: this node's quick health checks without Ansible; exit 0 keep, 1 remove, 2 could not run.
+
+Installed by the ddp.cluster.node_health role as ``<lib>/ddp_health.py`` beside the collection's module_utils it
+imports (``<lib>/ansible_collections/ddp/cluster/plugins/module_utils``), and started by ``/opt/ddp/bin/ddp-health``
+(and ``ddp-health-slurm``, Slurm's HealthCheckProgram) with the Python Ansible uses on the node.
+
+It runs the checks of the health stage's ``gpu_health`` and ``roce_health`` modules (nvidia-smi, the kernel log's
+Xids, PCIe, RDMA ports, GIDs, MTU, the NCCL/Gloo interface names), with the thresholds of the settings file the role
+writes (``/etc/ddp/health.json``), within a deadline (50 s by default; Slurm kills a HealthCheckProgram after 60 s).
+
+    ddp-health                   # one line: verdict, node, time, the codes; exit 0 / 1 / 2
+    ddp-health --json            # the verdict, every problem with its fix, as JSON
+    ddp-health --slurm           # also drain this node in Slurm on FAIL, resume it once it passes again
+
+The burn-in tier (minutes of GPU stress, torch) is not run here: it belongs to ``health.yml -e ddp_health_level=burnin``
+or a maintenance reservation, not to a 60-second health check.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import time
+
+from ansible_collections.ddp.cluster.plugins.module_utils import health_io, node_check
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm import SlurmParseError
+
+PROG = "ddp-health"
+DEFAULT_CONFIG = "/etc/ddp/health.json"
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="the quick tier (the default and only tier of this command)")
+    parser.add_argument("--config", default=DEFAULT_CONFIG, help="settings file (JSON; default %(default)s)")
+    parser.add_argument("--deadline", type=float, default=None,
+                        help="seconds for all checks (default: deadline_s of the settings, 50)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--slurm", action="store_true",
+                        help="drain this node on FAIL (reason <prefix><CODES>), resume it when it passes and the "
+                             "drain was ddp-health's own")
+    parser.add_argument("--node", default=None, help="the Slurm node name (default: the short host name)")
+    return parser.parse_args(argv)
+
+
+def read_config(path, deadline):
+    """The settings (node_check.load_config) from ``path``; a missing file means every default."""
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except (IOError, OSError) as exc:
+        if getattr(exc, "errno", None) != 2:
+            raise node_check.ConfigError(["cannot read %s: %s" % (path, exc)])
+        data = {}  # no settings file: the modules' defaults
+    except ValueError as exc:
+        raise node_check.ConfigError(["%s is not JSON: %s" % (path, exc)])
+    if deadline is not None and isinstance(data, dict):
+        data = dict(data, deadline_s=deadline)
+    return node_check.load_config(data)
+
+
+def act_in_slurm(runner, node, verdict, prefix):
+    """Drain or resume ``node`` as node_check.slurm_plan says; returns what was done, for the report."""
+    sinfo, scontrol = runner.get_bin_path("sinfo"), runner.get_bin_path("scontrol")
+    if not sinfo or not scontrol:
+        return {"action": "none", "why": "sinfo/scontrol not installed", "done": False}
+    rc, out, err = runner.run_command([sinfo, "-h", "-N", "-n", node, "-o", "%N|%T|%E"])
+    if rc != 0:
+        return {"action": "none", "why": "sinfo failed (rc %d): %s" % (rc, (err or out).strip()), "done": False}
+    try:
+        plan = node_check.slurm_plan(out, node, verdict, prefix)
+    except SlurmParseError as exc:
+        return {"action": "none", "why": str(exc), "done": False}
+    if plan["action"] == "none":
+        return dict(plan, done=False)
+    argv = [scontrol, "update", "NodeName=" + node]
+    argv += ["State=DRAIN", "Reason=" + plan["reason"]] if plan["action"] == "drain" else ["State=RESUME"]
+    rc, out, err = runner.run_command(argv)
+    return dict(plan, done=rc == 0, why=plan["why"] if rc == 0 else
+                "%s; scontrol failed (rc %d): %s" % (plan["why"], rc, (err or out).strip()))
+
+
+def render(report):
+    """The one-line report (with one line per problem below it)."""
+    codes = report["errors"] + report["warnings"]
+    lines = ["%s: %s on %s in %.2f s%s" % (
+        PROG, report["verdict"], report["node"], report["elapsed_s"], (": " + ", ".join(codes)) if codes else "")]
+    for item in report["problems"]:
+        lines.append("  [%s] %s %s: %s Fix: %s" % (
+            item["code"], item["severity"], item["subject"], item["message"], item["fix"]))
+    if report.get("slurm"):
+        slurm = report["slurm"]
+        lines.append("  slurm: %s%s (%s)" % (slurm["action"], "" if slurm.get("done") or slurm["action"] == "none"
+                                             else " not done", slurm["why"]))
+    return "\n".join(lines)
+
+
+def main(argv=None, runner_factory=health_io.CommandRunner, clock=time.monotonic):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    started = clock()
+    node = args.node or socket.gethostname().split(".")[0]
+    try:
+        config = read_config(args.config, args.deadline)
+    except node_check.ConfigError as exc:
+        report = {"verdict": "UNKNOWN", "errors": ["HEALTH_CONFIG"], "warnings": [], "node": node,
+                  "problems": [{"code": "HEALTH_CONFIG", "severity": "error", "subject": args.config,
+                                "message": str(exc), "fix": "correct the settings (the node_health role writes them "
+                                                            "from its node_health_* variables) and run again"}],
+                  "checks": {}, "elapsed_s": clock() - started}
+    else:
+        runner = runner_factory(config["deadline_s"])
+        report = node_check.quick_check(runner, config)
+        report["node"] = node
+        if args.slurm:
+            try:
+                report["slurm"] = act_in_slurm(runner, node, report, config["slurm"]["prefix"])
+            except health_io.DeadlineExceeded as exc:
+                report["slurm"] = {"action": "none", "why": str(exc), "done": False}
+        report["elapsed_s"] = clock() - started
+    report["exit_code"] = node_check.exit_code(report["verdict"])
+    print(json.dumps(report, indent=2, sort_keys=True) if args.json else render(report))
+    return report["exit_code"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

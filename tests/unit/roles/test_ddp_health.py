@@ -1,0 +1,126 @@
+"""ddp_health.py (roles/node_health/files), the node command: run for real here, its exit codes, its Slurm calls,
+and the module_utils list the role installs for it (vars/main.yml) against what it imports."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from role_files import ROOT, load
+
+ddp_health = load("node_health", "ddp_health.py")
+PROGRAM = os.path.join(ROOT, "roles", "node_health", "files", "ddp_health.py")
+MODULE_UTILS = os.path.join(ROOT, "plugins", "module_utils")
+PREFIX = "ansible_collections.ddp.cluster.plugins.module_utils."
+
+
+def run(tmp_path, settings, *args):
+    path = tmp_path / "health.json"
+    if settings is not None:
+        path.write_text(settings if isinstance(settings, str) else json.dumps(settings))
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "collections"))
+    return subprocess.run([sys.executable, PROGRAM, "--config", str(path)] + list(args),
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+
+
+def test_this_machine_is_warn_exit_0(tmp_path):
+    """No NVIDIA GPU and no RDMA device here: WARN (NO_GPU, NO_RDMA), keep the node."""
+    proc = run(tmp_path, {})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith("ddp-health: WARN on ") and first.endswith(": NO_GPU, NO_RDMA"), first
+    report = json.loads(run(tmp_path, {}, "--json").stdout)
+    assert report["verdict"] == "WARN" and report["exit_code"] == 0 and report["elapsed_s"] < 50
+    assert report["checks"] == {"gpu": True, "roce": True}
+
+
+def test_missing_settings_file_takes_the_defaults(tmp_path):
+    assert run(tmp_path, None).returncode == 0
+
+
+def test_an_error_is_fail_exit_1(tmp_path):
+    proc = run(tmp_path, {"roce": {"gloo_socket_ifname": "nosuch0"}})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("ddp-health: FAIL on ") and "[IFNAME_NOT_FOUND] error GLOO_SOCKET_IFNAME" in proc.stdout
+
+
+@pytest.mark.parametrize("settings, text", [
+    ("{not json", "is not JSON"),
+    ({"deadline_s": 120}, "deadline_s must be a number of seconds in [1, 55], got 120"),
+    ({"gpu": {"expected_gpu": 4}}, "gpu.expected_gpu is not an option"),
+])
+def test_bad_settings_are_unknown_exit_2(tmp_path, settings, text):
+    proc = run(tmp_path, settings)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "UNKNOWN" in proc.stdout and "[HEALTH_CONFIG]" in proc.stdout and text in proc.stdout
+
+
+class SlurmRunner(object):
+    """The real CommandRunner for the checks; sinfo/scontrol answered from a recorded sinfo output."""
+
+    def __init__(self, deadline_s, sinfo):
+        self.real = ddp_health.health_io.CommandRunner(deadline_s)
+        self.sinfo, self.calls = sinfo, []
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return "/usr/bin/" + name if name in ("sinfo", "scontrol") else self.real.get_bin_path(name)
+
+    def run_command(self, args, environ_update=None, **kwargs):
+        if args[0] in ("/usr/bin/sinfo", "/usr/bin/scontrol"):
+            self.calls.append(list(args))
+            return (0, self.sinfo, "") if args[0].endswith("sinfo") else (0, "", "")
+        return self.real.run_command(args, environ_update=environ_update)
+
+
+@pytest.mark.parametrize("ifname, sinfo, exit_code, scontrol", [
+    ("nosuch0", "ddp-node1|idle|none\n", 1,
+     ["/usr/bin/scontrol", "update", "NodeName=ddp-node1", "State=DRAIN", "Reason=ddp-health:IFNAME_NOT_FOUND"]),
+    (None, "ddp-node1|drained|ddp-health:IFNAME_NOT_FOUND\n", 0,
+     ["/usr/bin/scontrol", "update", "NodeName=ddp-node1", "State=RESUME"]),
+    (None, "ddp-node1|drained|ddp:PAIRWISE_NODE\n", 0, None),
+])
+def test_slurm_mode(tmp_path, capsys, ifname, sinfo, exit_code, scontrol):
+    path = tmp_path / "health.json"
+    path.write_text(json.dumps({"roce": {"gloo_socket_ifname": ifname}}))
+    runners = []
+
+    def factory(deadline_s):
+        runners.append(SlurmRunner(deadline_s, sinfo))
+        return runners[0]
+    assert ddp_health.main(["--config", str(path), "--slurm", "--node", "ddp-node1"], runner_factory=factory) == exit_code
+    calls = runners[0].calls
+    assert calls[0] == ["/usr/bin/sinfo", "-h", "-N", "-n", "ddp-node1", "-o", "%N|%T|%E"]
+    assert calls[1:] == ([scontrol] if scontrol else [])
+    out = capsys.readouterr().out
+    action = "none" if scontrol is None else scontrol[3].split("=")[1].lower()
+    assert "\n  slurm: %s (" % action in out, out
+
+
+def _imports(path):
+    with open(path) as handle:
+        tree = ast.parse(handle.read())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module.startswith(PREFIX):
+                found.add(node.module[len(PREFIX):])
+            elif node.module == PREFIX.rstrip("."):
+                found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_the_role_installs_every_module_util_the_program_imports():
+    wanted, todo = set(), _imports(PROGRAM)
+    while todo:
+        name = todo.pop()
+        if name not in wanted:
+            wanted.add(name)
+            todo |= _imports(os.path.join(MODULE_UTILS, name + ".py"))
+    with open(os.path.join(ROOT, "roles", "node_health", "vars", "main.yml")) as handle:
+        installed = yaml.safe_load(handle)["__node_health_module_utils"]
+    assert sorted(installed) == sorted(name + ".py" for name in wanted)
