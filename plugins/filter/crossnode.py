@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import burnin, crossnode, node_stack, pairwise, peermesh, verdict
+from ansible_collections.ddp.cluster.plugins.module_utils import (
+    burnin, crossnode, floors, node_stack, pairwise, peermesh, verdict)
 
 _KEYS = ("versions", "mtu", "gid_index", "ssh_modes", "known_hosts_missing", "pairs", "probe_error")
 
@@ -157,11 +158,23 @@ def health_verdicts(found, errors=None, history_text="", now=0, window_days=7, t
         raise AnsibleFilterError("health_verdicts: %s" % exc)
 
 
+def busbw_floor(per_node, explicit=None, rdma_fraction=floors.RDMA_FRACTION, tcp_fraction=floors.TCP_FRACTION):
+    """``{floor_gbps, source, why, nodes}``: the all-reduce floor from every node's fabric (see the sidecar
+    documentation)."""
+    if not isinstance(per_node, dict):
+        raise AnsibleFilterError("busbw_floor expects a dict of node -> {gpus, roce}, got %s" % type(per_node).__name__)
+    try:
+        return floors.busbw_floor(per_node, None if explicit in (None, "") else float(explicit),
+                                  rdma_fraction, tcp_fraction)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("busbw_floor: %s" % exc)
+
+
 class FilterModule(object):
     """ddp.cluster cross-node filters."""
 
     def filters(self):
-        return {"burnin_findings": burnin_findings, "cluster_problems": cluster_problems,
+        return {"burnin_findings": burnin_findings, "busbw_floor": busbw_floor, "cluster_problems": cluster_problems,
                 "health_verdicts": health_verdicts, "mesh_plan": mesh_plan, "mesh_problems": mesh_problems,
                 "pair_confirm_plan": pair_confirm_plan, "pair_findings": pair_findings, "pair_plan": pair_plan,
                 "stack_outliers": stack_outliers}

@@ -251,6 +251,16 @@ def read_net_sysfs(sysfs_root):
     return out
 
 
+def read_link_speed(sysfs_root, ifname):
+    """The link speed of ``ifname`` in Mb/s from ``/sys/class/net/<if>/speed``; None when down, unknown (-1) or absent."""
+    text = _read(os.path.join(sysfs_root, "class", "net", ifname, "speed"))
+    try:
+        speed = int((text or "").strip())
+    except ValueError:
+        return None
+    return speed if speed > 0 else None
+
+
 def _run(runner, argv):
     """Run a command in the C locale; (rc, stdout)."""
     rc, out, _err = runner.run_command(argv, environ_update=C_LOCALE)
@@ -281,6 +291,8 @@ def gather_roce(runner, params):
             default_if = default_route_interface(out)
     if interfaces is None:
         interfaces = read_net_sysfs(root)
+    for name, entry in interfaces.items():
+        entry["speed_mbps"] = read_link_speed(root, name)
 
     mtu_from_verbs = {}
     if ports:
@@ -322,4 +334,5 @@ def gather_roce(runner, params):
                         and not gid.get("link_local"):
                     fabric_ipv4 = fabric_ipv4 or gid["ipv4"]
     return {"ports": ports, "mellanox_nics": nics, "interfaces": interfaces, "qos": qos,
-            "fabric_interface": fabric, "fabric_ipv4": fabric_ipv4}
+            "fabric_interface": fabric, "fabric_ipv4": fabric_ipv4,
+            "fabric_speed_mbps": (interfaces.get(fabric) or {}).get("speed_mbps") if fabric else None}

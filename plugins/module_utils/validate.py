@@ -99,6 +99,8 @@ CLUSTER_OPTIONS = {
     "ddp_health_nccl_port": {"type": "int"},
     "ddp_health_nccl_nproc": {"type": "int", "min": 1},
     "ddp_health_min_busbw_gbps": {"type": "float", "min": 0},
+    "ddp_health_floor_rdma_fraction": {"type": "float", "min": 0.01, "max": 1},
+    "ddp_health_floor_tcp_fraction": {"type": "float", "min": 0.001, "max": 1},
     "ddp_health_join_timeout": {"type": "int"},
     "ddp_health_nccl_timeout": {"type": "int"},
     "ddp_health_probe_window": {"type": "int", "min": 1, "max": 3600},

@@ -143,6 +143,14 @@ fabric_ipv4:
   returned: always
   type: str
   sample: 192.0.2.10
+fabric_speed_mbps:
+  description:
+    - The fabric interface's link speed in Mb/s, from C(/sys/class/net/<if>/speed) (the negotiated speed of a NIC;
+      virtual interfaces report a nominal one, a veth 10000); null when the link is down or reports none.
+    - The health stage derives its default bus bandwidth floor from it on socket fabrics (C(plugins/module_utils/floors.py)).
+  returned: always
+  type: int
+  sample: 100000
 qos:
   description: Parsed C(mlnx_qos -i) per RoCE netdev, where it ran.
   returned: always
@@ -217,6 +225,7 @@ def main():
                  nccl_conf=nccl_settings(facts),
                  fabric_interface=facts["fabric_interface"],
                  fabric_ipv4=facts["fabric_ipv4"],
+                 fabric_speed_mbps=facts["fabric_speed_mbps"],
                  qos=facts["qos"])
     if should_fail(problems, params["fail_on"]):
         module.fail_json(msg=summary(res["problems"]), changed=False, **res)

@@ -1,0 +1,107 @@
+# Copyright: ddp.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The all-reduce bus bandwidth floor the health stage applies by default, from what every node's fabric can carry.
+
+An explicit floor (``ddp_health_min_busbw_gbps``) wins; ``0`` turns the floor off. Otherwise, from each node's
+``roce_health`` result (its RDMA ports and the fabric interface's link speed), on the slowest node:
+
+* **NCCL over RDMA** (every node has GPUs and active RDMA ports): ``rdma_fraction`` x the sum of the node's active
+  RDMA port rates (NCCL uses every HCA it finds, one ring per rail). Default 0.25. Sources: NVSentinel's preflight
+  multi-node floor, 100 GB/s at 4 GB on 8 x 400 Gb/s per node (400 GB/s), is 0.25 of line rate; at the quick tier's
+  largest size (16 MiB, where the floor is judged), healthy clusters reach more: DeepOps' 4-node DGX A100
+  (8 x HDR 200 Gb/s = 200 GB/s per node) 85 GB/s = 0.43, 2-node 104 GB/s = 0.52 (``nccl-tests all_reduce_perf``
+  outputs, tests/unit/fixtures/nccl). An untuned fabric falls below it: the 2-node H200 run with
+  ``NCCL_IB_DISABLE=1`` (sockets on one NIC) reached 73 GB/s at 16 MiB, 0.18 of its 8 x 400 Gb/s.
+* **Sockets** (Gloo on CPU nodes, or nodes without RDMA): ``tcp_fraction`` x the fabric interface's link speed
+  (``/sys/class/net/<if>/speed``). Default 0.05, ours: Gloo's all-reduce is bound by the CPU long before the link
+  on small hosts; the slowest healthy run measured here (6 local nodes on 2 shared cores, 10 Gb/s veth) reached
+  0.12 GB/s, 0.10 of the link, and a port capped at 300 Mb/s (``tc tbf``) holds a ring below 0.0375 GB/s, 0.03.
+
+Units: rates and speeds in Gb/s (1e9 bit/s) as the kernel reports them; floors in GB/s (1e9 byte/s) as busbw is
+(nccl-tests doc/PERFORMANCE.md). A node without a known capacity leaves the cluster without a derived floor (said).
+"""
+from __future__ import annotations
+
+from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import fraction
+
+RDMA_FRACTION = 0.25
+TCP_FRACTION = 0.05
+
+
+def _active(port):
+    return port.get("state") == "ACTIVE" and port.get("phys_state") in (None, "LinkUp")
+
+
+def node_capacity(roce):
+    """What one node's fabric can carry.
+
+    :param roce: the node's ``roce_health`` result (``devices`` with ``ports``, ``fabric_interface``,
+        ``fabric_speed_mbps``), or None when it did not run.
+    :returns: ``{"rdma_gbps": float or None, "rdma": "mlx5_0/1 100 Gb/s, ...", "ethernet_gbps": float or None,
+        "ethernet": "eth0 10000 Mb/s"}`` (Gb/s).
+    """
+    out = {"rdma_gbps": None, "rdma": None, "ethernet_gbps": None, "ethernet": None}
+    if not isinstance(roce, dict):
+        return out
+    ports = [(d.get("name"), p) for d in roce.get("devices") or [] for p in d.get("ports") or []
+             if _active(p) and (p.get("rate_gbps") or 0) > 0]
+    if ports:
+        out["rdma_gbps"] = float(sum(p["rate_gbps"] for _d, p in ports))
+        out["rdma"] = ", ".join("%s/%s %g Gb/s" % (d, p.get("port"), p["rate_gbps"]) for d, p in ports)
+    speed = roce.get("fabric_speed_mbps")
+    if isinstance(speed, (int, float)) and not isinstance(speed, bool) and speed > 0:
+        out["ethernet_gbps"] = speed / 1000.0
+        out["ethernet"] = "%s %d Mb/s" % (roce.get("fabric_interface") or "?", speed)
+    return out
+
+
+def busbw_floor(per_node, explicit=None, rdma_fraction=RDMA_FRACTION, tcp_fraction=TCP_FRACTION):
+    """The floor for the all-node all-reduce.
+
+    :param per_node: ``{node: {"gpus": int (NVIDIA GPUs), "roce": roce_health result or None}}``.
+    :param explicit: the operator's floor in GB/s (None: derive one; 0: no floor).
+    :returns: ``{"floor_gbps": GB/s or None, "source": "explicit" | "rdma" | "ethernet" | "off" | "unknown",
+        "why": one sentence, "nodes": {node: node_capacity(...)}}``.
+    :raises ValueError: a fraction outside (0, 1], a negative explicit floor, a malformed node entry.
+    """
+    rdma_fraction = fraction(rdma_fraction, "rdma_fraction")
+    tcp_fraction = fraction(tcp_fraction, "tcp_fraction")
+    if not isinstance(per_node, dict):
+        raise ValueError("per_node must be a dict of node -> {gpus, roce}, got %s" % type(per_node).__name__)
+    nodes = {}
+    gpus = {}
+    for node in sorted(per_node):
+        entry = per_node[node]
+        if not isinstance(entry, dict):
+            raise ValueError("the entry of %s must be a dict with gpus and roce, got %r" % (node, entry))
+        nodes[node] = node_capacity(entry.get("roce"))
+        gpus[node] = int(entry.get("gpus") or 0)
+    out = {"floor_gbps": None, "source": "unknown", "why": "", "nodes": nodes}
+    if explicit is not None:
+        floor = float(explicit)
+        if floor < 0:
+            raise ValueError("the explicit floor must be >= 0 GB/s, got %r" % explicit)
+        out.update(floor_gbps=floor or None, source="explicit" if floor else "off",
+                   why="ddp_health_min_busbw_gbps=%g%s" % (floor, "" if floor else " (no floor)"))
+        return out
+    if not nodes:
+        out["why"] = "no node to derive a floor from"
+        return out
+    if all(gpus[n] > 0 and nodes[n]["rdma_gbps"] for n in nodes):
+        slowest = min(nodes, key=lambda n: nodes[n]["rdma_gbps"])
+        line = nodes[slowest]["rdma_gbps"]
+        out.update(floor_gbps=round(rdma_fraction * line / 8.0, 4), source="rdma",
+                   why="%g x %g Gb/s of RDMA ports on %s (%s), the slowest node, / 8 bits"
+                   % (rdma_fraction, line, slowest, nodes[slowest]["rdma"]))
+        return out
+    missing = sorted(n for n in nodes if not nodes[n]["ethernet_gbps"])
+    if missing:
+        out["why"] = "no link speed known on %s (no fabric interface, or a virtual one without speed)" % ", ".join(missing)
+        return out
+    slowest = min(nodes, key=lambda n: nodes[n]["ethernet_gbps"])
+    line = nodes[slowest]["ethernet_gbps"]
+    out.update(floor_gbps=round(tcp_fraction * line / 8.0, 4), source="ethernet",
+               why="%g x the %s link of %s, the slowest node, / 8 bits (sockets: %s)"
+               % (tcp_fraction, nodes[slowest]["ethernet"], slowest,
+                  "Gloo on CPU nodes" if not any(gpus.values()) else "not every node has GPUs and active RDMA ports"))
+    return out

@@ -1,0 +1,100 @@
+"""floors: the default all-reduce floor from real fabric facts, and its fractions against real nccl-tests outputs."""
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+import pytest
+
+from ansible_collections.ddp.cluster.plugins.module_utils import floors
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import parse_nccl_tests
+from ansible_collections.ddp.cluster.plugins.module_utils.rdma_parsers import parse_sysfs_ib
+from ansible_collections.ddp.cluster.plugins.modules.roce_health import devices_view
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
+MIB16 = 16777216
+
+
+def fixture(*parts):
+    with open(os.path.join(FIXTURES, *parts)) as handle:
+        return handle.read()
+
+
+VETH = json.loads(fixture("floors", "roce_health_ddp-mol1_veth-10000_no-rdma.json"))
+
+
+def edr_node():
+    """A roce_health result with the 8 EDR HCAs of gcm's sysfs capture (one reports a lower rate)."""
+    ports = parse_sysfs_ib(json.loads(fixture("rdma", "sysfs-ib-learned-state_bad-rate__facebookresearch-gcm.json")))
+    return {"devices": devices_view({"ports": ports, "interfaces": {}}), "fabric_interface": "ib0",
+            "fabric_speed_mbps": None}
+
+
+def busbw_at(name, size=MIB16):
+    rows = parse_nccl_tests(fixture("nccl", name))["results"]
+    return [r for r in rows if r["bytes"] == size][0]["out_of_place"]["busbw_gbps"]
+
+
+def test_local_cluster_cpu_nodes_get_the_socket_floor():
+    out = floors.busbw_floor({"ddp-mol1": {"gpus": 0, "roce": VETH}, "ddp-mol2": {"gpus": 0, "roce": VETH}})
+    assert (out["source"], out["floor_gbps"]) == ("ethernet", 0.0625)  # 0.05 x 10 Gb/s / 8
+    assert out["why"] == "0.05 x the eth0 10000 Mb/s link of ddp-mol1, the slowest node, / 8 bits (sockets: Gloo on CPU nodes)"
+
+
+def test_gpu_nodes_with_rdma_get_the_line_rate_floor():
+    node = edr_node()
+    cap = floors.node_capacity(node)
+    rates = [p["rate_gbps"] for d in node["devices"] for p in d["ports"] if p["state"] == "ACTIVE"]
+    assert cap["rdma_gbps"] == sum(rates) and len(rates) == 8
+    slow = copy.deepcopy(node)
+    slow["devices"][0]["ports"][0]["state"] = "DOWN"  # one rail down on the second node
+    out = floors.busbw_floor({"a": {"gpus": 8, "roce": node}, "b": {"gpus": 8, "roce": slow}})
+    assert out["source"] == "rdma" and out["floor_gbps"] == round(0.25 * (cap["rdma_gbps"] - rates[0]) / 8, 4)
+    assert out["why"].startswith("0.25 x %g Gb/s of RDMA ports on b" % (cap["rdma_gbps"] - rates[0]))
+
+
+def test_rdma_without_gpus_is_judged_as_sockets():
+    """Gloo on CPU nodes does not use the HCAs: the link speed decides, and a node without one leaves no floor."""
+    node = edr_node()
+    out = floors.busbw_floor({"a": {"gpus": 0, "roce": node}, "b": {"gpus": 0, "roce": VETH}})
+    assert out["source"] == "unknown" and out["floor_gbps"] is None and "no link speed known on a" in out["why"]
+    node["fabric_speed_mbps"] = 100000
+    out = floors.busbw_floor({"a": {"gpus": 0, "roce": node}, "b": {"gpus": 0, "roce": VETH}})
+    assert out["source"] == "ethernet" and out["floor_gbps"] == 0.0625  # the slower node b
+
+
+@pytest.mark.parametrize("explicit, source, floor", [(1.5, "explicit", 1.5), (0, "off", None), ("0.2", "explicit", 0.2)])
+def test_an_explicit_floor_wins(explicit, source, floor):
+    out = floors.busbw_floor({"a": {"gpus": 8, "roce": edr_node()}}, float(explicit))
+    assert (out["source"], out["floor_gbps"]) == (source, floor)
+
+
+def test_a_node_that_was_not_checked_leaves_no_floor():
+    out = floors.busbw_floor({"a": {"gpus": 0, "roce": VETH}, "b": {"gpus": 0, "roce": None}})
+    assert out["floor_gbps"] is None and out["why"].startswith("no link speed known on b")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"explicit": -1}, "must be >= 0"), ({"rdma_fraction": 0}, "rdma_fraction"), ({"tcp_fraction": 2}, "tcp_fraction"),
+])
+def test_bad_input(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        floors.busbw_floor({"a": {"gpus": 0, "roce": VETH}}, **kwargs)
+    with pytest.raises(ValueError, match="must be a dict"):
+        floors.busbw_floor({"a": []})
+
+
+def test_the_rdma_fraction_passes_healthy_clusters_and_fails_an_untuned_one():
+    """At 16 MiB (the quick tier's largest size) on real nccl-tests runs: 8 x HDR 200 Gb/s DGX A100 nodes pass
+    0.25 of their line rate; 8 x H200 nodes on sockets (NCCL_IB_DISABLE=1) fall below 0.25 of 8 x 400 Gb/s."""
+    def floor(rate_gbps, count):
+        ports = [{"port": 1, "state": "ACTIVE", "phys_state": "LinkUp", "rate_gbps": rate_gbps}]
+        roce = {"devices": [{"name": "mlx5_%d" % i, "ports": ports} for i in range(count)]}
+        return floors.busbw_floor({"a": {"gpus": 8, "roce": roce}, "b": {"gpus": 8, "roce": roce}})["floor_gbps"]
+    assert floor(200, 8) == 50.0
+    assert busbw_at("nccl-tests_all_reduce_perf_2node-DGX-A100_IB-8xHDR200_k8s__deepops.txt") >= 2 * floor(200, 8)
+    assert busbw_at("nccl-tests_all_reduce_perf_4node-DGX-A100_IB-8xHDR_32gpu__deepops.txt") >= 1.5 * floor(200, 8)
+    untuned = busbw_at("nccl-tests_all_reduce_perf_2node-8xH200_NCCL_IB_DISABLE-socket_single-NIC__"
+                       "schmaustech-nvidia-tools-image.txt")
+    assert untuned < floor(400, 8) == 100.0
