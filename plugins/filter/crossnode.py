@@ -158,14 +158,15 @@ def health_verdicts(found, errors=None, history_text="", now=0, window_days=7, t
         raise AnsibleFilterError("health_verdicts: %s" % exc)
 
 
-def busbw_floor(per_node, explicit=None, rdma_fraction=floors.RDMA_FRACTION, tcp_fraction=floors.TCP_FRACTION):
+def busbw_floor(per_node, explicit=None, rdma_fraction=floors.RDMA_FRACTION, tcp_fraction=floors.TCP_FRACTION,
+                ranks_per_node=1):
     """``{floor_gbps, source, why, nodes}``: the all-reduce floor from every node's fabric (see the sidecar
     documentation)."""
     if not isinstance(per_node, dict):
         raise AnsibleFilterError("busbw_floor expects a dict of node -> {gpus, roce}, got %s" % type(per_node).__name__)
     try:
         return floors.busbw_floor(per_node, None if explicit in (None, "") else float(explicit),
-                                  rdma_fraction, tcp_fraction)
+                                  rdma_fraction, tcp_fraction, ranks_per_node)
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError("busbw_floor: %s" % exc)
 

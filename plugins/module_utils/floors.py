@@ -5,8 +5,9 @@
 An explicit floor (``ddp_health_min_busbw_gbps``) wins; ``0`` turns the floor off. Otherwise, from each node's
 ``roce_health`` result (its RDMA ports and the fabric interface's link speed), on the slowest node:
 
-* **NCCL over RDMA** (every node has GPUs and active RDMA ports): ``rdma_fraction`` x the sum of the node's active
-  RDMA port rates (NCCL uses every HCA it finds, one ring per rail). Default 0.25. Sources: NVSentinel's preflight
+* **NCCL over RDMA** (every node has GPUs and active RDMA ports): ``rdma_fraction`` x the rate of the node's active
+  RDMA ports its ranks use (NCCL gives each rank its nearest HCA: with one rank per node, the health stage's default,
+  one port; with a rank per GPU, every rail). Default 0.25. Sources: NVSentinel's preflight
   multi-node floor, 100 GB/s at 4 GB on 8 x 400 Gb/s per node (400 GB/s), is 0.25 of line rate; at the quick tier's
   largest size (16 MiB, where the floor is judged), healthy clusters reach more: DeepOps' 4-node DGX A100
   (8 x HDR 200 Gb/s = 200 GB/s per node) 85 GB/s = 0.43, 2-node 104 GB/s = 0.52 (``nccl-tests all_reduce_perf``
@@ -37,15 +38,19 @@ def node_capacity(roce):
 
     :param roce: the node's ``roce_health`` result (``devices`` with ``ports``, ``fabric_interface``,
         ``fabric_speed_mbps``), or None when it did not run.
-    :returns: ``{"rdma_gbps": float or None, "rdma": "mlx5_0/1 100 Gb/s, ...", "ethernet_gbps": float or None,
-        "ethernet": "eth0 10000 Mb/s"}`` (Gb/s).
+    :returns: ``{"rdma_gbps": sum of the active ports' rates or None, "rdma_ports": their count, "rdma_port_gbps":
+        the slowest one's rate, "rdma": "mlx5_0/1 100 Gb/s, ...", "ethernet_gbps": float or None, "ethernet":
+        "eth0 10000 Mb/s"}`` (Gb/s).
     """
-    out = {"rdma_gbps": None, "rdma": None, "ethernet_gbps": None, "ethernet": None}
+    out = {"rdma_gbps": None, "rdma_ports": 0, "rdma_port_gbps": None, "rdma": None, "ethernet_gbps": None,
+           "ethernet": None}
     if not isinstance(roce, dict):
         return out
     ports = [(d.get("name"), p) for d in roce.get("devices") or [] for p in d.get("ports") or []
              if _active(p) and (p.get("rate_gbps") or 0) > 0]
     if ports:
+        out["rdma_ports"] = len(ports)
+        out["rdma_port_gbps"] = float(min(p["rate_gbps"] for _d, p in ports))
         out["rdma_gbps"] = float(sum(p["rate_gbps"] for _d, p in ports))
         out["rdma"] = ", ".join("%s/%s %g Gb/s" % (d, p.get("port"), p["rate_gbps"]) for d, p in ports)
     speed = roce.get("fabric_speed_mbps")
@@ -55,11 +60,14 @@ def node_capacity(roce):
     return out
 
 
-def busbw_floor(per_node, explicit=None, rdma_fraction=RDMA_FRACTION, tcp_fraction=TCP_FRACTION):
+def busbw_floor(per_node, explicit=None, rdma_fraction=RDMA_FRACTION, tcp_fraction=TCP_FRACTION, ranks_per_node=1):
     """The floor for the all-node all-reduce.
 
-    :param per_node: ``{node: {"gpus": int (NVIDIA GPUs), "roce": roce_health result or None}}``.
+    :param per_node: ``{node: {"gpus": int (NVIDIA GPUs), "roce": roce_health result or None}}``: the nodes that run
+        the all-reduce (not the ones left out).
     :param explicit: the operator's floor in GB/s (None: derive one; 0: no floor).
+    :param ranks_per_node: processes per node in the all-reduce: NCCL gives each rank its nearest HCA, so with fewer
+        ranks than HCAs only ``ranks_per_node`` of them carry traffic (counted at the slowest port's rate).
     :returns: ``{"floor_gbps": GB/s or None, "source": "explicit" | "rdma" | "ethernet" | "off" | "unknown",
         "why": one sentence, "nodes": {node: node_capacity(...)}}``.
     :raises ValueError: a fraction outside (0, 1], a negative explicit floor, a malformed node entry.
@@ -87,12 +95,19 @@ def busbw_floor(per_node, explicit=None, rdma_fraction=RDMA_FRACTION, tcp_fracti
     if not nodes:
         out["why"] = "no node to derive a floor from"
         return out
+    ranks = int(ranks_per_node)
+    if ranks < 1:
+        raise ValueError("ranks_per_node must be >= 1, got %r" % ranks_per_node)
     if all(gpus[n] > 0 and nodes[n]["rdma_gbps"] for n in nodes):
-        slowest = min(nodes, key=lambda n: nodes[n]["rdma_gbps"])
-        line = nodes[slowest]["rdma_gbps"]
+        for cap in nodes.values():
+            used = min(ranks, cap["rdma_ports"])
+            cap["rdma_used_gbps"] = cap["rdma_gbps"] if used == cap["rdma_ports"] else used * cap["rdma_port_gbps"]
+        slowest = min(nodes, key=lambda n: nodes[n]["rdma_used_gbps"])
+        cap = nodes[slowest]
+        line = cap["rdma_used_gbps"]
         out.update(floor_gbps=round(rdma_fraction * line / 8.0, 4), source="rdma",
-                   why="%g x %g Gb/s of RDMA ports on %s (%s), the slowest node, / 8 bits"
-                   % (rdma_fraction, line, slowest, nodes[slowest]["rdma"]))
+                   why="%g x %g Gb/s, the RDMA ports %d rank(s) per node use on %s, the slowest node (%s), / 8 bits"
+                   % (rdma_fraction, line, ranks, slowest, cap["rdma"]))
         return out
     missing = sorted(n for n in nodes if not nodes[n]["ethernet_gbps"])
     if missing:

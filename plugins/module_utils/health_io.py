@@ -32,7 +32,8 @@ from ansible_collections.ddp.cluster.plugins.module_utils.roce_health import cho
 PCI_ROOT = "/sys/bus/pci/devices"
 COMMAND_TIMEOUT_S = 120
 C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
-SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+# Searched after PATH: slurmd starts its HealthCheckProgram with an almost empty environment.
+EXTRA_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
 
 class DeadlineExceeded(Exception):
@@ -56,8 +57,8 @@ class CommandRunner(object):
         return None if self._deadline is None else self._deadline - self._clock()
 
     def get_bin_path(self, name, required=False, opt_dirs=None):
-        """The path of ``name`` on PATH or in the sbin directories (as AnsibleModule.get_bin_path), else None."""
-        dirs = (os.environ.get("PATH") or os.defpath).split(os.pathsep) + list(opt_dirs or []) + list(SBIN_DIRS)
+        """The path of ``name`` on PATH, else in the usual bin and sbin directories (as AnsibleModule.get_bin_path)."""
+        dirs = (os.environ.get("PATH") or os.defpath).split(os.pathsep) + list(opt_dirs or []) + list(EXTRA_DIRS)
         return shutil.which(name, path=os.pathsep.join(d for d in dirs if d))
 
     def run_command(self, args, environ_update=None, **_kwargs):
@@ -82,7 +83,10 @@ class CommandRunner(object):
                 os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
                 pass
-            proc.communicate()
+            try:
+                proc.communicate(timeout=2)  # a process in uninterruptible sleep (D state) may never go
+            except subprocess.TimeoutExpired:
+                pass
             raise DeadlineExceeded("%s did not finish before the deadline (killed)" % " ".join(args))
         return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 

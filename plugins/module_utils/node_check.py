@@ -6,8 +6,8 @@
 Slurm's HealthCheckProgram, a prolog or cron. Its contract follows NVIDIA's health validation (exit 0 keep, 1 remove,
 2 could not run) and ``verdict.node_verdict``:
 
-* ``PASS`` and ``WARN`` exit 0, ``FAIL`` exits 1, ``UNKNOWN`` (bad settings, a check that crashed, the deadline
-  passed) exits 2.
+* ``PASS`` and ``WARN`` exit 0, ``FAIL`` (an error, or a check that hung past the deadline) exits 1, ``UNKNOWN``
+  (bad settings, a check that crashed) exits 2.
 * The settings file (JSON, written by the ``node_health`` role from the same variables the health stage passes to the
   modules) has ``deadline_s`` (seconds, default 50: Slurm kills a HealthCheckProgram after 60 s, slurm.conf(5)),
   ``gpu`` (:data:`GPU_OPTIONS`), ``roce`` (:data:`ROCE_OPTIONS`) and ``slurm`` (``prefix`` of the drain reason,
@@ -106,7 +106,7 @@ def load_config(data):
     prefix = slurm.get("prefix", SLURM_PREFIX) if isinstance(slurm, dict) else None
     if not isinstance(slurm, dict) or set(slurm) - {"prefix"}:
         errors.append("slurm must be a mapping with prefix only, got %r" % (slurm,))
-    elif not isinstance(prefix, str) or not prefix.strip() or prefix.startswith("ddp:"):
+    elif not isinstance(prefix, str) or not prefix.strip() or prefix.startswith("ddp:") or "ddp:".startswith(prefix):
         errors.append("slurm.prefix must be a non-empty text other than the health stage's ddp:, got %r" % (prefix,))
     for key in ("no_gpu_severity",):
         if gpu[key] not in SEVERITIES:
@@ -128,17 +128,22 @@ def load_config(data):
 
 def _crashed(check, exc):
     return problem("HEALTH_CHECK_CRASHED", "error", check,
-                   "the %s check raised %s: %s" % (check, type(exc).__name__, exc),
-                   "run ddp-health --json on the node and report the traceback; the node's verdict is UNKNOWN")
+                   "the %s check raised %s: %s (the traceback is on stderr)" % (check, type(exc).__name__, exc),
+                   "report it with ddp-health's stderr and the output of the command it names; the verdict is "
+                   "UNKNOWN unless the other check found an error")
 
 
-def quick_check(runner, config):
+def quick_check(runner, config, on_crash=None):
     """Run the quick tier (the GPU check, then the RDMA/RoCE check) on this node.
 
     :param runner: see ``health_io`` (``CommandRunner`` with the deadline, or an AnsibleModule).
     :param config: :func:`load_config` output; ``roce.sysfs_root`` (``/sys``) is where both checks read sysfs.
-    :returns: ``{"verdict", "errors", "warnings", "problems", "checks": {"gpu": bool ran, "roce": bool ran}}``;
-        the verdict is ``UNKNOWN`` when a check could not finish (deadline, crash), with the reason as a problem.
+    :param on_crash: called with the exception when a check raises one (the program prints its traceback).
+    :returns: ``{"verdict", "errors", "warnings", "problems", "checks": {"gpu": bool finished, "roce": ...}}``.
+        A check that did not finish within the deadline is a fault of the node (``HEALTH_DEADLINE``, FAIL: what
+        hangs here is nvidia-smi on a failing GPU, or the kernel log of a failing system), and the checks after it do
+        not run. A check that crashed (``HEALTH_CHECK_CRASHED``) makes the verdict UNKNOWN, unless a check that
+        finished found an error: then it is FAIL.
     """
     problems, ran = [], {}
     pci_root = os.path.join(config["roce"]["sysfs_root"], "bus", "pci", "devices")
@@ -151,6 +156,7 @@ def quick_check(runner, config):
         return roce_health.diagnose(health_io.gather_roce(runner, config["roce"]), config["roce"])
 
     steps = (("gpu", gpu), ("roce", roce))
+    crashed = False
     for name, step in steps:
         try:
             problems.extend(step())
@@ -158,14 +164,19 @@ def quick_check(runner, config):
         except health_io.DeadlineExceeded as exc:
             problems.append(problem("HEALTH_DEADLINE", "error", name,
                                     "the %s check did not finish within %g s: %s" % (name, config["deadline_s"], exc),
-                                    "run ddp-health --json by hand to see which command hangs (a hung nvidia-smi "
-                                    "is itself a sign of a GPU or driver fault)"))
+                                    "run ddp-health --json by hand to see which command hangs: a hung nvidia-smi is "
+                                    "a GPU or driver fault (look for Xid 79 in the kernel log; reset the GPU or "
+                                    "reboot), a hung journalctl a system one"))
             ran[name] = False
             break
         except Exception as exc:  # pylint: disable=broad-except
+            if on_crash is not None:
+                on_crash(exc)
             problems.append(_crashed(name, exc))
             ran[name] = False
-    out = node_verdict(problems, ran=all(ran.get(n, False) for n, _step in steps))
+            crashed = True
+    found = [p for p in problems if p["code"] != "HEALTH_CHECK_CRASHED" and p["severity"] == "error"]
+    out = node_verdict(problems, ran=not crashed or bool(found))
     out["problems"] = sorted(problems, key=lambda p: -SEVERITIES.index(p["severity"]))  # errors first
     out["checks"] = dict((n, ran.get(n, False)) for n, _step in steps)
     return out

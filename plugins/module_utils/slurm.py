@@ -185,7 +185,8 @@ def drain_plan(states, errors, prefix=DRAIN_PREFIX):
         someone else, left alone), ``unchanged`` ([node]).
         A node with errors is drained with ``<prefix><CODE>[,<CODE>...]`` (``ddp:`` for the health stage,
         ``ddp-health:`` for the node command) unless another drain is already on it; a healthy node
-        drained with this prefix is resumed; nothing else is touched
+        drained with this prefix is resumed; a node DOWN with another reason than Slurm's "Not responding" is left
+        as it is (``operator``) like another drain; nothing else is touched
         (DeepOps PR #804: a re-run must not undo drains it did not set).
     """
     plan = {"drain": {}, "resume": [], "operator": [], "unchanged": []}
@@ -195,7 +196,11 @@ def drain_plan(states, errors, prefix=DRAIN_PREFIX):
         if st is None:
             continue
         ours = st["drain"] and st["reason"].startswith(prefix)
-        if st["drain"] and not ours:
+        # DOWN with someone's reason (an operator's "RMA ticket 42"; not Slurm's own "Not responding"): a drain
+        # would replace that reason and a later resume would put the node back in service.
+        set_down = st["state"].startswith("down") and st["reason"] and not st["reason"].startswith(prefix) \
+            and st["reason"] != "Not responding"
+        if (st["drain"] and not ours) or set_down:
             plan["operator"].append(node)
         elif codes:
             reason = prefix + ",".join(codes)

@@ -9,6 +9,7 @@ imports (``<lib>/ansible_collections/ddp/cluster/plugins/module_utils``), and st
 It runs the checks of the health stage's ``gpu_health`` and ``roce_health`` modules (nvidia-smi, the kernel log's
 Xids, PCIe, RDMA ports, GIDs, MTU, the NCCL/Gloo interface names), with the thresholds of the settings file the role
 writes (``/etc/ddp/health.json``), within a deadline (50 s by default; Slurm kills a HealthCheckProgram after 60 s).
+A check that hangs past it is a fault of the node (FAIL); a bug of this program exits 2, never 1.
 
     ddp-health                   # one line: verdict, node, time, the codes; exit 0 / 1 / 2
     ddp-health --json            # the verdict, every problem with its fix, as JSON
@@ -21,15 +22,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import sys
 import time
+import traceback
 
 from ansible_collections.ddp.cluster.plugins.module_utils import health_io, node_check
 from ansible_collections.ddp.cluster.plugins.module_utils.slurm import SlurmParseError
 
 PROG = "ddp-health"
 DEFAULT_CONFIG = "/etc/ddp/health.json"
+SLURM_RESERVE_S = 5.0
 
 
 def parse_args(argv):
@@ -43,7 +47,9 @@ def parse_args(argv):
     parser.add_argument("--slurm", action="store_true",
                         help="drain this node on FAIL (reason <prefix><CODES>), resume it when it passes and the "
                              "drain was ddp-health's own")
-    parser.add_argument("--node", default=None, help="the Slurm node name (default: the short host name)")
+    parser.add_argument("--node", default=None,
+                        help="the Slurm node name (default: $SLURMD_NODENAME, which slurmd sets for its "
+                             "HealthCheckProgram, else the short host name)")
     return parser.parse_args(argv)
 
 
@@ -99,31 +105,55 @@ def render(report):
     return "\n".join(lines)
 
 
-def main(argv=None, runner_factory=health_io.CommandRunner, clock=time.monotonic):
+def _crash_report(node, started, clock, exc):
+    return {"verdict": "UNKNOWN", "errors": ["HEALTH_CHECK_CRASHED"], "warnings": [], "node": node, "checks": {},
+            "problems": [{"code": "HEALTH_CHECK_CRASHED", "severity": "error", "subject": PROG,
+                          "message": "%s: %s (the traceback is on stderr)" % (type(exc).__name__, exc),
+                          "fix": "report it with this output; reinstall with the ddp.cluster.node_health role"}],
+            "elapsed_s": clock() - started}
+
+
+def main(argv=None, runner_factory=health_io.CommandRunner, clock=time.monotonic, environ=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    environ = os.environ if environ is None else environ
     started = clock()
-    node = args.node or socket.gethostname().split(".")[0]
+    node = args.node or environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    try:
+        report = run(args, node, started, runner_factory, clock)
+    except Exception as exc:  # pylint: disable=broad-except
+        traceback.print_exc()
+        report = _crash_report(node, started, clock, exc)
+    report["exit_code"] = node_check.exit_code(report["verdict"])
+    print(json.dumps(report, indent=2, sort_keys=True) if args.json else render(report))
+    if args.slurm and report.get("slurm", {}).get("action") == "none" and report["verdict"] == "FAIL":
+        # slurmd logs what its HealthCheckProgram prints, and acts on nothing else: say why nothing was drained.
+        sys.stderr.write("%s: %s FAILS but was not drained: %s\n" % (PROG, node, report["slurm"]["why"]))
+    return report["exit_code"]
+
+
+def run(args, node, started, runner_factory, clock):
+    """The report of one run (everything but the exit code)."""
     try:
         config = read_config(args.config, args.deadline)
     except node_check.ConfigError as exc:
-        report = {"verdict": "UNKNOWN", "errors": ["HEALTH_CONFIG"], "warnings": [], "node": node,
-                  "problems": [{"code": "HEALTH_CONFIG", "severity": "error", "subject": args.config,
-                                "message": str(exc), "fix": "correct the settings (the node_health role writes them "
-                                                            "from its node_health_* variables) and run again"}],
-                  "checks": {}, "elapsed_s": clock() - started}
-    else:
-        runner = runner_factory(config["deadline_s"])
-        report = node_check.quick_check(runner, config)
-        report["node"] = node
-        if args.slurm:
-            try:
-                report["slurm"] = act_in_slurm(runner, node, report, config["slurm"]["prefix"])
-            except health_io.DeadlineExceeded as exc:
-                report["slurm"] = {"action": "none", "why": str(exc), "done": False}
-        report["elapsed_s"] = clock() - started
-    report["exit_code"] = node_check.exit_code(report["verdict"])
-    print(json.dumps(report, indent=2, sort_keys=True) if args.json else render(report))
-    return report["exit_code"]
+        return {"verdict": "UNKNOWN", "errors": ["HEALTH_CONFIG"], "warnings": [], "node": node,
+                "problems": [{"code": "HEALTH_CONFIG", "severity": "error", "subject": args.config,
+                              "message": str(exc), "fix": "correct the settings (the node_health role writes them "
+                                                          "from its node_health_* variables) and run again"}],
+                "checks": {}, "elapsed_s": clock() - started}
+    # With --slurm, the last seconds are kept for sinfo and scontrol: a node that fails late is still drained.
+    reserve = min(SLURM_RESERVE_S, config["deadline_s"] / 2.0) if args.slurm else 0.0
+    runner = runner_factory(config["deadline_s"] - reserve)
+    report = node_check.quick_check(runner, config, on_crash=lambda exc: traceback.print_exc())
+    report["node"] = node
+    if args.slurm:
+        slurm_runner = runner_factory(max(config["deadline_s"] - (clock() - started), 1.0))
+        try:
+            report["slurm"] = act_in_slurm(slurm_runner, node, report, config["slurm"]["prefix"])
+        except health_io.DeadlineExceeded as exc:
+            report["slurm"] = {"action": "none", "why": str(exc), "done": False}
+    report["elapsed_s"] = clock() - started
+    return report
 
 
 if __name__ == "__main__":

@@ -91,9 +91,12 @@ def test_slurm_mode(tmp_path, capsys, ifname, sinfo, exit_code, scontrol):
 
     def factory(deadline_s):
         runners.append(SlurmRunner(deadline_s, sinfo))
-        return runners[0]
-    assert ddp_health.main(["--config", str(path), "--slurm", "--node", "ddp-node1"], runner_factory=factory) == exit_code
-    calls = runners[0].calls
+        return runners[-1]
+    env = {"SLURMD_NODENAME": "ddp-node1"}  # what slurmd sets for its HealthCheckProgram
+    assert ddp_health.main(["--config", str(path), "--slurm"], runner_factory=factory, environ=env) == exit_code
+    # The checks get 45 of the 50 s; sinfo and scontrol get what is left of the 50 s, however long the checks took.
+    assert len(runners) == 2 and runners[0].real.remaining() < 45.01 and 45.01 < runners[1].real.remaining() <= 50
+    calls = runners[0].calls + runners[1].calls
     assert calls[0] == ["/usr/bin/sinfo", "-h", "-N", "-n", "ddp-node1", "-o", "%N|%T|%E"]
     assert calls[1:] == ([scontrol] if scontrol else [])
     out = capsys.readouterr().out
@@ -124,3 +127,27 @@ def test_the_role_installs_every_module_util_the_program_imports():
     with open(os.path.join(ROOT, "roles", "node_health", "vars", "main.yml")) as handle:
         installed = yaml.safe_load(handle)["__node_health_module_utils"]
     assert sorted(installed) == sorted(name + ".py" for name in wanted)
+
+
+def test_a_crash_exits_2_never_1(tmp_path, capsys, monkeypatch):
+    """Exit 1 means "remove the node": a bug of the program itself must not say that."""
+    def boom(*_args, **_kwargs):
+        raise RuntimeError("broken install")
+    monkeypatch.setattr(ddp_health.node_check, "quick_check", boom)
+    path = tmp_path / "health.json"
+    path.write_text("{}")
+    assert ddp_health.main(["--config", str(path), "--json"]) == 2
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["verdict"] == "UNKNOWN" and report["errors"] == ["HEALTH_CHECK_CRASHED"]
+    assert "RuntimeError: broken install" in captured.err  # the traceback
+
+
+def test_slurm_mode_says_why_a_failing_node_was_not_drained(tmp_path, capsys):
+    path = tmp_path / "health.json"
+    path.write_text(json.dumps({"roce": {"gloo_socket_ifname": "nosuch0"}}))
+    code = ddp_health.main(["--config", str(path), "--slurm", "--node", "other-name"],
+                           runner_factory=lambda deadline_s: SlurmRunner(deadline_s, "ddp-node1|idle|none\n"))
+    assert code == 1
+    assert "ddp-health: other-name FAILS but was not drained: other-name is not a node sinfo lists" in \
+        capsys.readouterr().err

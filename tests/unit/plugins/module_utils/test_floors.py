@@ -49,9 +49,14 @@ def test_gpu_nodes_with_rdma_get_the_line_rate_floor():
     assert cap["rdma_gbps"] == sum(rates) and len(rates) == 8
     slow = copy.deepcopy(node)
     slow["devices"][0]["ports"][0]["state"] = "DOWN"  # one rail down on the second node
-    out = floors.busbw_floor({"a": {"gpus": 8, "roce": node}, "b": {"gpus": 8, "roce": slow}})
+    out = floors.busbw_floor({"a": {"gpus": 8, "roce": node}, "b": {"gpus": 8, "roce": slow}}, ranks_per_node=8)
     assert out["source"] == "rdma" and out["floor_gbps"] == round(0.25 * (cap["rdma_gbps"] - rates[0]) / 8, 4)
-    assert out["why"].startswith("0.25 x %g Gb/s of RDMA ports on b" % (cap["rdma_gbps"] - rates[0]))
+    assert out["why"].startswith("0.25 x %g Gb/s, the RDMA ports 8 rank(s) per node use on b" % (cap["rdma_gbps"] - rates[0]))
+    # One rank per node (the health stage's default) drives one HCA: the floor is a quarter of one port.
+    one = floors.busbw_floor({"a": {"gpus": 8, "roce": node}, "b": {"gpus": 8, "roce": slow}})
+    assert one["floor_gbps"] == round(0.25 * min(rates) / 8, 4) and "1 rank(s) per node" in one["why"]
+    with pytest.raises(ValueError, match="ranks_per_node"):
+        floors.busbw_floor({"a": {"gpus": 8, "roce": node}}, ranks_per_node=0)
 
 
 def test_rdma_without_gpus_is_judged_as_sockets():
@@ -91,7 +96,8 @@ def test_the_rdma_fraction_passes_healthy_clusters_and_fails_an_untuned_one():
     def floor(rate_gbps, count):
         ports = [{"port": 1, "state": "ACTIVE", "phys_state": "LinkUp", "rate_gbps": rate_gbps}]
         roce = {"devices": [{"name": "mlx5_%d" % i, "ports": ports} for i in range(count)]}
-        return floors.busbw_floor({"a": {"gpus": 8, "roce": roce}, "b": {"gpus": 8, "roce": roce}})["floor_gbps"]
+        return floors.busbw_floor({"a": {"gpus": 8, "roce": roce}, "b": {"gpus": 8, "roce": roce}},
+                                  ranks_per_node=8)["floor_gbps"]  # nccl-tests ran a rank per GPU, 8 per node
     assert floor(200, 8) == 50.0
     assert busbw_at("nccl-tests_all_reduce_perf_2node-DGX-A100_IB-8xHDR200_k8s__deepops.txt") >= 2 * floor(200, 8)
     assert busbw_at("nccl-tests_all_reduce_perf_4node-DGX-A100_IB-8xHDR_32gpu__deepops.txt") >= 1.5 * floor(200, 8)

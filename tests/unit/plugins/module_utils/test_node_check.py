@@ -117,6 +117,7 @@ def test_every_settings_error_is_listed_at_once():
     ({"gpu": {"expected_gpus": -1}}, "gpu.expected_gpus must be 0 or more"),
     ({"deadline_s": True}, "deadline_s must be a number"),
     ({"slurm": {"prefix": "x:", "drain": True}}, "slurm must be a mapping with prefix only"),
+    ({"slurm": {"prefix": "ddp"}}, "slurm.prefix must be a non-empty text other than the health stage's ddp:"),
 ])
 def test_bad_settings(data, message):
     with pytest.raises(node_check.ConfigError) as err:
@@ -159,22 +160,33 @@ def test_wrong_nccl_interface_is_fail_with_this_machines_ip(tmp_path):
     assert out["verdict"] == "FAIL" and "IFNAME_NOT_FOUND" in out["errors"], out["problems"]
 
 
-def test_a_hung_nvidia_smi_is_unknown_and_exit_2(tmp_path):
+def test_a_hung_nvidia_smi_is_a_fault_of_the_node(tmp_path):
     runner = ReplayRunner(A100_OUTPUTS, tools=["nvidia-smi", "journalctl"], hang=("nvidia-smi -q",))
     out = node_check.quick_check(runner, config(tmp_path, HOST_BRIDGE, A100))
-    assert out["verdict"] == "UNKNOWN" and out["errors"] == ["HEALTH_DEADLINE"]
+    assert out["verdict"] == "FAIL" and out["errors"] == ["HEALTH_DEADLINE"]
     assert out["checks"] == {"gpu": False, "roce": False}  # nothing more runs once the time is up
-    assert node_check.exit_code(out["verdict"]) == 2
+    assert node_check.exit_code(out["verdict"]) == 1
 
 
 def test_a_check_that_crashes_is_unknown_not_pass(tmp_path, monkeypatch):
     def boom(runner, params):
         raise KeyError("ports")
     monkeypatch.setattr(health_io, "gather_roce", boom)
-    out = node_check.quick_check(ReplayRunner({}, tools=[]), config(tmp_path, HOST_BRIDGE))
+    seen = []
+    out = node_check.quick_check(ReplayRunner({}, tools=[]), config(tmp_path, HOST_BRIDGE), on_crash=seen.append)
     assert out["verdict"] == "UNKNOWN" and out["checks"] == {"gpu": True, "roce": False}
-    assert "HEALTH_CHECK_CRASHED" in out["errors"]
+    assert "HEALTH_CHECK_CRASHED" in out["errors"] and [type(e) for e in seen] == [KeyError]
     assert "the roce check raised KeyError" in out["problems"][0]["message"]
+    assert node_check.exit_code(out["verdict"]) == 2
+
+
+def test_a_crash_does_not_hide_an_error_the_other_check_found(tmp_path, monkeypatch):
+    def boom(runner, params):
+        raise ValueError("unexpected output")
+    monkeypatch.setattr(health_io, "gather_roce", boom)
+    out = node_check.quick_check(ReplayRunner(A100_OUTPUTS, tools=["nvidia-smi", "journalctl"]),
+                                 config(tmp_path, HOST_BRIDGE, A100, gpu={"expected_gpus": 4}))
+    assert out["verdict"] == "FAIL" and out["errors"] == ["GPU_COUNT_MISMATCH", "HEALTH_CHECK_CRASHED"]
 
 
 # ------------------------------------------------------------------ Slurm (real sinfo outputs, fixtures/slurm)
@@ -214,3 +226,11 @@ def test_slurm_plan_resumes_its_own_drain_only_when_healthy():
 def test_slurm_plan_rejects_other_output():
     with pytest.raises(SlurmParseError):
         node_check.slurm_plan("NODELIST   NODES PARTITION STATE\nddp-node1 1 ddp* idle\n", "ddp-node1", verdict("PASS"))
+
+
+def test_a_node_an_operator_set_down_is_left_alone():
+    """A DOWN node with someone else's reason is not drained over (its reason would be lost) nor resumed later."""
+    down = "gpu01|down|RMA ticket 42\ngpu02|down*|Not responding\n"
+    assert node_check.slurm_plan(down, "gpu01", verdict("FAIL", ["GPU_XID"]))["action"] == "none"
+    assert node_check.slurm_plan(down, "gpu01", verdict("PASS"))["action"] == "none"
+    assert node_check.slurm_plan(down, "gpu02", verdict("FAIL", ["GPU_XID"]))["action"] == "drain"
