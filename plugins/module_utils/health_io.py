@@ -91,7 +91,8 @@ class CommandRunner(object):
         return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
-def _read(path):
+def read_text(path):
+    """The text of a file (sysfs, /proc), or None when it cannot be read or decoded."""
     try:
         with open(path) as handle:
             return handle.read()
@@ -118,8 +119,8 @@ def read_pci_devices(root=PCI_ROOT):
     ancestors = {}
     for name in names:
         path = os.path.join(root, name)
-        devices.append({"address": name, "vendor": _read(os.path.join(path, "vendor")),
-                        "device": _read(os.path.join(path, "device")), "class": _read(os.path.join(path, "class"))})
+        devices.append({"address": name, "vendor": read_text(os.path.join(path, "vendor")),
+                        "device": read_text(os.path.join(path, "device")), "class": read_text(os.path.join(path, "class"))})
         ancestors[name] = pci_ancestors(os.path.realpath(path))
     return devices, ancestors
 
@@ -212,22 +213,22 @@ def read_ib_tree(sysfs_root):
         for num in _listdir(ports_dir):
             pdir = os.path.join(ports_dir, num)
             for name in ("state", "phys_state", "link_layer", "rate"):
-                tree[os.path.join(pdir, name)] = _read(os.path.join(pdir, name))
+                tree[os.path.join(pdir, name)] = read_text(os.path.join(pdir, name))
             for index in _listdir(os.path.join(pdir, "gids")):
                 if not index.isdigit():
                     continue
-                gid = _read(os.path.join(pdir, "gids", index))
+                gid = read_text(os.path.join(pdir, "gids", index))
                 if gid is None or _zero_gid(gid):
                     continue
                 tree[os.path.join(pdir, "gids", index)] = gid
                 for attr in ("types", "ndevs"):
                     path = os.path.join(pdir, "gid_attrs", attr, index)
-                    tree[path] = _read(path)
+                    tree[path] = read_text(path)
         net_dir = os.path.join(base, dev, "device", "net")
         for ifname in _listdir(net_dir):
             for attr in ("mtu", "operstate", "dev_port"):
                 path = os.path.join(net_dir, ifname, attr)
-                tree[path] = _read(path)
+                tree[path] = read_text(path)
     return tree
 
 
@@ -238,9 +239,9 @@ def read_pci(sysfs_root):
     for address in _listdir(base):
         devdir = os.path.join(base, address)
         devices.append({"address": address,
-                        "vendor": _read(os.path.join(devdir, "vendor")) or "",
-                        "device": _read(os.path.join(devdir, "device")) or "",
-                        "class": _read(os.path.join(devdir, "class")) or ""})
+                        "vendor": read_text(os.path.join(devdir, "vendor")) or "",
+                        "device": read_text(os.path.join(devdir, "device")) or "",
+                        "class": read_text(os.path.join(devdir, "class")) or ""})
     return devices
 
 
@@ -249,15 +250,15 @@ def read_net_sysfs(sysfs_root):
     base = os.path.join(sysfs_root, "class", "net")
     out = {}
     for name in _listdir(base):
-        mtu = _read(os.path.join(base, name, "mtu"))
+        mtu = read_text(os.path.join(base, name, "mtu"))
         out[name] = {"mtu": int(mtu) if mtu and mtu.strip().isdigit() else None, "ipv4": [],
-                     "operstate": (_read(os.path.join(base, name, "operstate")) or "").strip() or None}
+                     "operstate": (read_text(os.path.join(base, name, "operstate")) or "").strip() or None}
     return out
 
 
 def read_link_speed(sysfs_root, ifname):
     """The link speed of ``ifname`` in Mb/s from ``/sys/class/net/<if>/speed``; None when down, unknown (-1) or absent."""
-    text = _read(os.path.join(sysfs_root, "class", "net", ifname, "speed"))
+    text = read_text(os.path.join(sysfs_root, "class", "net", ifname, "speed"))
     try:
         speed = int((text or "").strip())
     except ValueError:

@@ -33,14 +33,14 @@ SLURM_PREFIX = "ddp-health:"
 
 # name: (accepted types, default); the defaults are the gpu_health / roce_health modules' own.
 GPU_OPTIONS = {
-    "expected_gpus": ((int,), None),
-    "min_driver": ((str,), None),
-    "no_gpu_severity": ((str,), "warning"),
-    "max_temperature_c": ((int,), 85),
-    "check_xid": ((bool,), True),
+    "expected_gpus": ((int,), gpu_health.DEFAULTS["expected_gpus"]),
+    "min_driver": ((str,), gpu_health.DEFAULTS["min_driver"]),
+    "no_gpu_severity": ((str,), gpu_health.DEFAULTS["no_gpu_severity"]),
+    "max_temperature_c": ((int,), gpu_health.DEFAULTS["max_temperature_c"]),
+    "check_xid": ((bool,), gpu_health.DEFAULTS["check_xid"]),
     "xid_since": ((str,), "boot"),
-    "pcie_check": ((bool,), True),
-    "persistence_required": ((bool,), True),
+    "pcie_check": ((bool,), gpu_health.DEFAULTS["pcie_check"]),
+    "persistence_required": ((bool,), gpu_health.DEFAULTS["persistence_required"]),
 }
 ROCE_OPTIONS = {
     "fabric_interface": ((str,), None),
@@ -48,7 +48,7 @@ ROCE_OPTIONS = {
     "nccl_socket_ifname": ((str,), None),
     "gloo_socket_ifname": ((str,), None),
     "nccl_net": ((str,), None),
-    "min_mtu": ((int,), 4096),
+    "min_mtu": ((int,), roce_health.DEFAULT_MIN_MTU),
     "no_rdma_severity": ((str,), "warning"),
     "sysfs_root": ((str,), "/sys"),
 }

@@ -65,32 +65,8 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ddp.cluster.plugins.module_utils.health_io import read_pci
 from ansible_collections.ddp.cluster.plugins.module_utils.pci import classify_pci
-
-
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return ""
-
-
-def read_pci(sysfs_root):
-    """I/O edge: the raw vendor/device/class text of every PCI function."""
-    base = os.path.join(sysfs_root, "bus", "pci", "devices")
-    devices = []
-    if not os.path.isdir(base):
-        return devices
-    for address in sorted(os.listdir(base)):
-        devdir = os.path.join(base, address)
-        devices.append({
-            "address": address,
-            "vendor": _read(os.path.join(devdir, "vendor")),
-            "device": _read(os.path.join(devdir, "device")),
-            "class": _read(os.path.join(devdir, "class")),
-        })
-    return devices
 
 
 def read_rdma(sysfs_root):

@@ -120,21 +120,12 @@ import platform
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import (
     FAIL_ON_CHOICES, problem, result, should_fail, summary)
+from ansible_collections.ddp.cluster.plugins.module_utils.health_io import C_LOCALE, read_text
 from ansible_collections.ddp.cluster.plugins.module_utils.node_stack import (
     cuda_toolkit_version, driver_problems, drift_problems, flatten, library_problems, loaded_libraries,
     nvml_library_version, parse_ldconfig, parse_ofed_info, parse_proc_driver_version)
 
-C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
-
-
 # ------------------------------------------------------------------ I/O edge
-
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError, UnicodeDecodeError):
-        return None
 
 
 def _sha256(path):
@@ -201,11 +192,11 @@ def net_plugins(ld_library_path, ldconfig):
 
 def gather(module, params):
     stack = {"kernel": platform.release()}
-    stack["driver_kernel"] = parse_proc_driver_version(_read("/proc/driver/nvidia/version"))
+    stack["driver_kernel"] = parse_proc_driver_version(read_text("/proc/driver/nvidia/version"))
     _rc, ldconfig = _run(module, ["ldconfig", "-p"])
     nvml = parse_ldconfig(ldconfig, "libnvidia-ml.so.1").get("libnvidia-ml.so.1")
     stack["driver_user"] = nvml_library_version(os.path.realpath(nvml)) if nvml else None
-    version_json = _read("/usr/local/cuda/version.json")
+    version_json = read_text("/usr/local/cuda/version.json")
     try:
         stack["cuda_toolkit"] = cuda_toolkit_version(json.loads(version_json)) if version_json else None
     except ValueError:
@@ -215,7 +206,7 @@ def gather(module, params):
     stack["ofed"] = parse_ofed_info(ofed)
     stack["hca_firmware"] = {}
     for path in sorted(glob.glob("/sys/class/infiniband/*/fw_ver")):
-        stack["hca_firmware"][os.path.basename(os.path.dirname(path))] = (_read(path) or "").strip() or None
+        stack["hca_firmware"][os.path.basename(os.path.dirname(path))] = (read_text(path) or "").strip() or None
     stack["files"] = {path: _sha256(path) for path in params["files"]}
 
     problems = []
@@ -239,7 +230,7 @@ def gather(module, params):
     expected = {}
     for path in sorted(glob.glob(os.path.join(params["manifest_dir"], "*.json"))):
         try:
-            expected[os.path.basename(path)[:-len(".json")]] = json.loads(_read(path) or "")
+            expected[os.path.basename(path)[:-len(".json")]] = json.loads(read_text(path) or "")
         except ValueError:
             problems.append(problem(
                 "STACK_DRIFT", "warning", path, "the manifest %s is not JSON" % path,

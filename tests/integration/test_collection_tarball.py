@@ -46,6 +46,15 @@ def installed(tmp_path_factory):
     return env, str(work), tarballs[0]
 
 
+def local_playbook(work, filename, name, gather_facts, body):
+    """Write a one-play playbook for localhost (local connection) into ``work``; returns its path."""
+    path = os.path.join(work, filename)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("---\n- name: %s\n  hosts: localhost\n  connection: local\n  gather_facts: %s\n%s"
+                     % (name, gather_facts, body))
+    return path
+
+
 def test_tarball_holds_the_collection_and_not_the_clone(installed):
     _env, _work, tarball = installed
     with tarfile.open(tarball) as archive:
@@ -76,20 +85,14 @@ def test_module_by_fqcn_from_the_installed_tarball(installed):
 
 def test_role_and_filter_by_fqcn_from_the_installed_tarball(installed):
     env, work, _tarball = installed
-    playbook = os.path.join(work, "gpu.yml")
-    with open(playbook, "w", encoding="utf-8") as handle:
-        handle.write(
-            "---\n"
-            "- name: Run a role of the installed collection where it has nothing to do\n"
-            "  hosts: localhost\n"
-            "  connection: local\n"
-            "  gather_facts: true\n"
-            "  roles:\n"
-            "    - role: ddp.cluster.nvidia_driver\n"
-            "  tasks:\n"
-            "    - name: Read the compatibility matrix through the installed filter\n"
-            "      ansible.builtin.debug:\n"
-            "        msg: \"default torch {{ (None | ddp.cluster.compat_matrix).default_torch }}\"\n")
+    playbook = local_playbook(
+        work, "gpu.yml", "Run a role of the installed collection where it has nothing to do", "true",
+        "  roles:\n"
+        "    - role: ddp.cluster.nvidia_driver\n"
+        "  tasks:\n"
+        "    - name: Read the compatibility matrix through the installed filter\n"
+        "      ansible.builtin.debug:\n"
+        "        msg: \"default torch {{ (None | ddp.cluster.compat_matrix).default_torch }}\"\n")
     proc = run(["ansible-playbook", "-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable,
                 playbook], work, env)
     out = proc.stdout
@@ -104,16 +107,8 @@ def test_node_health_role_from_the_installed_tarball(installed, tmp_path):
     """node_health copies the collection's module_utils from the install (role_path/../../plugins): the command it
     leaves runs on its own, without Ansible and without the clone, and judges this machine (no GPU: exit 0)."""
     env, work, _tarball = installed
-    playbook = os.path.join(work, "node_health.yml")
-    with open(playbook, "w", encoding="utf-8") as handle:
-        handle.write(
-            "---\n"
-            "- name: Install ddp-health from the installed collection\n"
-            "  hosts: localhost\n"
-            "  connection: local\n"
-            "  gather_facts: false\n"
-            "  roles:\n"
-            "    - role: ddp.cluster.node_health\n")
+    playbook = local_playbook(work, "node_health.yml", "Install ddp-health from the installed collection", "false",
+                              "  roles:\n    - role: ddp.cluster.node_health\n")
     prefix = tmp_path / "opt"
     proc = run(["ansible-playbook", "-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable,
                 "-e", "node_health_bin_dir=%s/bin node_health_lib_dir=%s/lib" % (prefix, prefix),
