@@ -97,13 +97,17 @@ def mesh_problems(results, what="ssh", nodes=None, port=None):
                                   "the verdict names what ssh said")
 
 
-def burnin_findings(per_node, min_ratio=burnin.DEFAULT_MIN_RATIO):
-    """``{problems, nodes, devices}``: every device's burn-in against its peers (see the sidecar documentation)."""
-    if not isinstance(per_node, dict):
-        raise AnsibleFilterError("burnin_findings expects a dict of node -> burn-in result, got %s"
-                                 % type(per_node).__name__)
+def burnin_findings(per_node, min_ratio=burnin.DEFAULT_MIN_RATIO, before=None, after=None, dcgm=None, dcgm_level=None):
+    """``{problems, nodes, devices, dcgm_ran}``: every device's burn-in against its peers, the GPU error counters
+    before vs after it, and ``dcgmi diag`` (see the sidecar documentation)."""
+    for name, value in (("the input", per_node), ("before", before), ("after", after), ("dcgm", dcgm)):
+        if value is not None and not isinstance(value, dict):
+            raise AnsibleFilterError("burnin_findings: %s expects a dict of node -> result, got %s"
+                                     % (name, type(value).__name__))
+    if per_node is None:
+        raise AnsibleFilterError("burnin_findings expects a dict of node -> burn-in result, got None")
     try:
-        return burnin.burnin_findings(per_node, min_ratio)
+        return burnin.tier_findings(per_node, min_ratio, before, after, dcgm, dcgm_level)
     except ValueError as exc:
         raise AnsibleFilterError("burnin_findings: %s" % exc)
 

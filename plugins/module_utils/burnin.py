@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.ddp.cluster.plugins.module_utils import dcgm
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import fraction, problem
 
 DEFAULT_MIN_RATIO = 0.90
@@ -149,3 +150,132 @@ def burnin_findings(per_node, min_ratio=DEFAULT_MIN_RATIO):
                 _add(nodes, row["node"], "BURNIN_MISMATCH")
     devices = [{k: row[k] for k in ("node", "index", "name", "tflops", "ratio", "digest_ok")} for row in rows]
     return {"problems": problems, "nodes": nodes, "devices": devices}
+
+
+# ------------------------------------------------------------------ error counters before and after the stress
+
+def _gpu_key(gpu):
+    return gpu.get("bus_id") or gpu.get("uuid") or "index %s" % gpu.get("index")
+
+
+def _grew(before, after):
+    return before is not None and after is not None and after > before
+
+
+def _counter_growth(old, new):
+    """What grew on one GPU between two ``gpu_health`` readings: list of ``(severity, text)``."""
+    found = []
+    ecc_old, ecc_new = old.get("ecc") or {}, new.get("ecc") or {}
+    for key, label in (("volatile_uncorrectable", "uncorrectable ECC errors (volatile)"),
+                       ("aggregate_uncorrectable", "uncorrectable ECC errors (aggregate)")):
+        if _grew(ecc_old.get(key), ecc_new.get(key)):
+            found.append(("error", "%s %s -> %s" % (label, ecc_old[key], ecc_new[key])))
+    if _grew(ecc_old.get("volatile_correctable"), ecc_new.get("volatile_correctable")):
+        found.append(("warning", "correctable ECC errors (volatile) %s -> %s" % (
+            ecc_old["volatile_correctable"], ecc_new["volatile_correctable"])))
+    rows_old, rows_new = old.get("remapped_rows") or {}, new.get("remapped_rows") or {}
+    if _grew(rows_old.get("uncorrectable"), rows_new.get("uncorrectable")):
+        found.append(("error", "rows remapped for uncorrectable errors %s -> %s" % (
+            rows_old["uncorrectable"], rows_new["uncorrectable"])))
+    if rows_new.get("pending") and not rows_old.get("pending"):
+        found.append(("error", "a row remap became pending"))
+    if rows_new.get("failure") and not rows_old.get("failure"):
+        found.append(("error", "row remapping failed"))
+    pages_old, pages_new = old.get("retired_pages") or {}, new.get("retired_pages") or {}
+    for key in ("single_bit", "double_bit"):
+        if _grew(pages_old.get(key), pages_new.get(key)):
+            found.append(("error", "retired pages (%s) %s -> %s" % (key.replace("_", "-"), pages_old[key],
+                                                                    pages_new[key])))
+    if pages_new.get("pending") and not pages_old.get("pending"):
+        found.append(("error", "a page retirement became pending"))
+    return found
+
+
+def counter_findings(before, after):
+    """GPU error counters and Xids that appeared while the burn-in ran.
+
+    :param before: ``{node: gpu_health result}`` read just before the stress (``gpus``: the module's per-GPU
+        facts with ``ecc``, ``remapped_rows``, ``retired_pages``; ``xids``: Xid events in the kernel log).
+    :param after: the same, read just after it.
+    :returns: ``{"problems": [...], "nodes": {node: [codes]}}``. ``BURNIN_GPU_ERRORS``: an uncorrectable ECC count,
+        uncorrectable remapped rows or retired pages grew, a remap or retirement became pending, a row remap failed,
+        a new Xid was logged (error), or a GPU read before the stress was gone after it (error); the volatile
+        correctable ECC count grew (warning: memory that corrects more errors under load than at rest is wearing;
+        NVIDIA's dcgmi diag and gcm watch the same counters). Nodes without GPUs (no ``gpus`` on either side)
+        give nothing; a node missing from ``after`` is the burn-in's own ``BURNIN_NOT_RUN``.
+    """
+    problems, nodes = [], {}
+    for node in sorted(before or {}):
+        old_result, new_result = before.get(node) or {}, (after or {}).get(node)
+        if not isinstance(new_result, dict) or not isinstance(old_result, dict):
+            continue
+        old_gpus = dict((_gpu_key(g), g) for g in old_result.get("gpus") or [])
+        new_gpus = dict((_gpu_key(g), g) for g in new_result.get("gpus") or [])
+        for key in sorted(old_gpus):
+            gpu = old_gpus[key]
+            subject = "%s GPU %s (%s)" % (node, gpu.get("index"), key)
+            if key not in new_gpus:
+                if new_result.get("gpus") is None:
+                    continue  # the second reading did not run
+                problems.append(problem(
+                    "BURNIN_GPU_ERRORS", "error", subject, "the GPU was read before the stress and is gone after it",
+                    "read `dmesg | grep NVRM` for Xid 79 (fallen off the bus); drain the node, power-cycle it, reseat "
+                    "the GPU"))
+                _add(nodes, node, "BURNIN_GPU_ERRORS")
+                continue
+            growth = _counter_growth(gpu, new_gpus[key])
+            if not growth:
+                continue
+            severity = "error" if any(s == "error" for s, _text in growth) else "warning"
+            problems.append(problem(
+                "BURNIN_GPU_ERRORS", severity, subject,
+                "during the burn-in: %s" % "; ".join(text for _s, text in growth),
+                "drain the node; `nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT -i <index>`; reset the GPU (or "
+                "reboot) for a pending remap; run dcgmi diag -r 3; replace the GPU if the counts keep growing"))
+            if severity == "error":
+                _add(nodes, node, "BURNIN_GPU_ERRORS")
+        seen = {}
+        for event in old_result.get("xids") or []:
+            key = (event.get("pci"), event.get("xid"))
+            seen[key] = seen.get(key, 0) + 1
+        new_events = {}
+        for event in new_result.get("xids") or []:
+            key = (event.get("pci"), event.get("xid"))
+            if seen.get(key):
+                seen[key] -= 1
+                continue
+            new_events[key] = new_events.get(key, 0) + 1
+        for (pci, xid), count in sorted(new_events.items(), key=str):
+            problems.append(problem(
+                "BURNIN_GPU_ERRORS", "error", "%s GPU %s" % (node, pci),
+                "%d new Xid %s event(s) in the kernel log during the burn-in" % (count, xid),
+                "look the Xid up in NVIDIA's Xid catalog (docs/troubleshooting.md, GPU_XID); drain the node, reset "
+                "the GPU or reboot, and run the burn-in again; replace the GPU if it repeats"))
+            _add(nodes, node, "BURNIN_GPU_ERRORS")
+    return {"problems": problems, "nodes": nodes}
+
+
+def tier_findings(per_node, min_ratio=DEFAULT_MIN_RATIO, before=None, after=None, dcgm_runs=None, dcgm_level=None):
+    """The burn-in tier's one verdict: :func:`burnin_findings`, plus :func:`counter_findings` when both GPU readings
+    are given, plus ``dcgm.diag_findings`` when ``dcgmi diag`` ran.
+
+    :returns: ``{"problems", "nodes", "devices", "dcgm_ran"}``: ``nodes`` maps a node to the codes that remove it
+        (errors only; warnings are in ``problems``).
+    """
+    result = burnin_findings(per_node, min_ratio)
+    result["dcgm_ran"] = []
+    parts = []
+    if before is not None and after is not None:
+        parts.append(counter_findings(before, after))
+    if dcgm_runs:
+        found = dcgm.diag_findings(dcgm_runs, dcgm_level)
+        result["dcgm_ran"] = found["ran"]
+        parts.append({"problems": found["problems"], "nodes": dict(
+            (node, [c for c in codes if c == "DCGM_DIAG_FAIL"]) for node, codes in found["nodes"].items()
+            if "DCGM_DIAG_FAIL" in codes)})
+    for part in parts:
+        result["problems"].extend(part["problems"])
+        for node, codes in part["nodes"].items():
+            for code in codes:
+                _add(result["nodes"], node, code)
+    return result

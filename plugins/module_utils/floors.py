@@ -13,10 +13,15 @@ An explicit floor (``ddp_health_min_busbw_gbps``) wins; ``0`` turns the floor of
   (8 x HDR 200 Gb/s = 200 GB/s per node) 85 GB/s = 0.43, 2-node 104 GB/s = 0.52 (``nccl-tests all_reduce_perf``
   outputs, tests/unit/fixtures/nccl). An untuned fabric falls below it: the 2-node H200 run with
   ``NCCL_IB_DISABLE=1`` (sockets on one NIC) reached 73 GB/s at 16 MiB, 0.18 of its 8 x 400 Gb/s.
-* **Sockets** (Gloo on CPU nodes, or nodes without RDMA): ``tcp_fraction`` x the fabric interface's link speed
-  (``/sys/class/net/<if>/speed``). Default 0.05, ours: Gloo's all-reduce is bound by the CPU long before the link
-  on small hosts; the slowest healthy run measured here (6 local nodes on 2 shared cores, 10 Gb/s veth) reached
-  0.12 GB/s, 0.10 of the link, and a port capped at 300 Mb/s (``tc tbf``) holds a ring below 0.0375 GB/s, 0.03.
+* **Sockets** (Gloo on CPU nodes, or nodes without RDMA): ``tcp_fraction`` x what the network carries: the fabric
+  interface's link speed (``/sys/class/net/<if>/speed``, on the slowest node), or, when the health stage measured
+  plain TCP between the nodes in the same run (``tcp_probe`` ``measure_mib``: each node sends to the next one of the
+  ring) and that is lower, the measured throughput (the upper median over the ring's links, so that one slow node,
+  which the floor is there to catch, does not lower it). A virtual link's speed is a nominal figure (veth reports
+  10 Gb/s whatever it carries); the measurement is not. Default 0.05, ours: Gloo's all-reduce is bound by the CPU
+  long before the link on small hosts; the slowest healthy run measured here (6 local nodes on 2 shared cores,
+  10 Gb/s veth) reached 0.12 GB/s, 0.10 of the link, and a port capped at 300 Mb/s (``tc tbf``) holds a ring below
+  0.0375 GB/s, 0.03.
 
 Units: rates and speeds in Gb/s (1e9 bit/s) as the kernel reports them; floors in GB/s (1e9 byte/s) as busbw is
 (nccl-tests doc/PERFORMANCE.md). A node without a known capacity leaves the cluster without a derived floor (said).
@@ -63,12 +68,13 @@ def node_capacity(roce):
 def busbw_floor(per_node, explicit=None, rdma_fraction=RDMA_FRACTION, tcp_fraction=TCP_FRACTION, ranks_per_node=1):
     """The floor for the all-node all-reduce.
 
-    :param per_node: ``{node: {"gpus": int (NVIDIA GPUs), "roce": roce_health result or None}}``: the nodes that run
-        the all-reduce (not the ones left out).
+    :param per_node: ``{node: {"gpus": int (NVIDIA GPUs), "roce": roce_health result or None, "tcp_gbps": GB/s this
+        node sent to the next one in the same run, or None}}``: the nodes that run the all-reduce (not the ones left
+        out).
     :param explicit: the operator's floor in GB/s (None: derive one; 0: no floor).
     :param ranks_per_node: processes per node in the all-reduce: NCCL gives each rank its nearest HCA, so with fewer
         ranks than HCAs only ``ranks_per_node`` of them carry traffic (counted at the slowest port's rate).
-    :returns: ``{"floor_gbps": GB/s or None, "source": "explicit" | "rdma" | "ethernet" | "off" | "unknown",
+    :returns: ``{"floor_gbps": GB/s or None, "source": "explicit" | "rdma" | "ethernet" | "tcp" | "off" | "unknown",
         "why": one sentence, "nodes": {node: node_capacity(...)}}``.
     :raises ValueError: a fraction outside (0, 1], a negative explicit floor, a malformed node entry.
     """
@@ -84,6 +90,10 @@ def busbw_floor(per_node, explicit=None, rdma_fraction=RDMA_FRACTION, tcp_fracti
             raise ValueError("the entry of %s must be a dict with gpus and roce, got %r" % (node, entry))
         nodes[node] = node_capacity(entry.get("roce"))
         gpus[node] = int(entry.get("gpus") or 0)
+        tcp = entry.get("tcp_gbps")
+        if tcp is not None and (isinstance(tcp, bool) or not isinstance(tcp, (int, float)) or tcp <= 0):
+            raise ValueError("tcp_gbps of %s must be a positive number of GB/s, got %r" % (node, tcp))
+        nodes[node]["tcp_gbps"] = float(tcp) if tcp is not None else None
     out = {"floor_gbps": None, "source": "unknown", "why": "", "nodes": nodes}
     if explicit is not None:
         floor = float(explicit)
@@ -109,14 +119,25 @@ def busbw_floor(per_node, explicit=None, rdma_fraction=RDMA_FRACTION, tcp_fracti
                    why="%g x %g Gb/s, the RDMA ports %d rank(s) per node use on %s, the slowest node (%s), / 8 bits"
                    % (rdma_fraction, line, ranks, slowest, cap["rdma"]))
         return out
+    sockets = "Gloo on CPU nodes" if not any(gpus.values()) else "not every node has GPUs and active RDMA ports"
+    measured = sorted(nodes[n]["tcp_gbps"] for n in nodes if nodes[n]["tcp_gbps"])
+    tcp = measured[len(measured) // 2] if len(measured) == len(nodes) else None
     missing = sorted(n for n in nodes if not nodes[n]["ethernet_gbps"])
-    if missing:
+    if missing and tcp is None:
         out["why"] = "no link speed known on %s (no fabric interface, or a virtual one without speed)" % ", ".join(missing)
         return out
-    slowest = min(nodes, key=lambda n: nodes[n]["ethernet_gbps"])
-    line = nodes[slowest]["ethernet_gbps"]
-    out.update(floor_gbps=round(tcp_fraction * line / 8.0, 4), source="ethernet",
-               why="%g x the %s link of %s, the slowest node, / 8 bits (sockets: %s)"
-               % (tcp_fraction, nodes[slowest]["ethernet"], slowest,
-                  "Gloo on CPU nodes" if not any(gpus.values()) else "not every node has GPUs and active RDMA ports"))
+    if not missing:
+        slowest = min(nodes, key=lambda n: nodes[n]["ethernet_gbps"])
+        line = nodes[slowest]["ethernet_gbps"] / 8.0
+        if tcp is None or line <= tcp:
+            out.update(floor_gbps=round(tcp_fraction * line, 4), source="ethernet",
+                       why="%g x the %s link of %s, the slowest node, / 8 bits (sockets: %s)%s"
+                       % (tcp_fraction, nodes[slowest]["ethernet"], slowest, sockets,
+                          "" if tcp is None else "; plain TCP between the nodes carried %.4g GB/s" % tcp))
+            return out
+    out.update(floor_gbps=round(tcp_fraction * tcp, 4), source="tcp",
+               why="%g x %.4g GB/s, the plain TCP throughput measured between the nodes in this run (upper median of "
+                   "%d ring links: %s)%s (sockets: %s)"
+               % (tcp_fraction, tcp, len(measured), ", ".join("%.4g" % v for v in measured),
+                  "" if missing else ", below the %s link speed" % nodes[slowest]["ethernet"], sockets))
     return out

@@ -9,6 +9,8 @@ docs/troubleshooting.md. Thresholds are parameters; :data:`DEFAULTS` holds their
 """
 from __future__ import annotations
 
+import re
+
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
 from ansible_collections.ddp.cluster.plugins.module_utils.gpu_parsers import (
     classify_smi,
@@ -29,6 +31,13 @@ from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import (
     xid_info,
 )
 from ansible_collections.ddp.cluster.plugins.module_utils.pci import classify_pci
+from ansible_collections.ddp.cluster.plugins.module_utils.pcie import (
+    PcieFormatError,
+    kernel_problems,
+    link_problems,
+    parse_kernel_pcie,
+    parse_lspci_links,
+)
 
 DEFAULTS = {
     "expected_gpus": None,
@@ -79,6 +88,8 @@ def build_facts(raw):
         "kernel_log_source": raw.get("kernel_log_source"), "nouveau": None, "acs": None,
         "kernel_release": raw.get("kernel_release"), "module_for_kernel": None, "dkms": [],
         "topology": None, "kernel_log_unreadable": "kernel_log" in raw and raw["kernel_log"] is None,
+        "pci_ancestors": raw.get("pci_ancestors") or {}, "pcie_links": None, "pcie_links_error": None,
+        "pcie_kernel": None,
     }
     if raw.get("pci_devices") is not None:
         pci = classify_pci(raw["pci_devices"])
@@ -109,10 +120,15 @@ def build_facts(raw):
         facts["topology"] = parse_topo_matrix(raw["topo"])
     if raw.get("kernel_log") is not None:
         facts["xids"] = parse_xid_lines(raw["kernel_log"])
+        facts["pcie_kernel"] = parse_kernel_pcie(raw["kernel_log"])
     if raw.get("lsmod") is not None or raw.get("lspci_k") is not None:
         facts["nouveau"] = nouveau_state(raw.get("lsmod"), raw.get("lspci_k"), raw.get("kernel_log"))
     if raw.get("lspci_vvv") is not None:
         facts["acs"] = acs_redirects(raw["lspci_vvv"], raw.get("pci_ancestors"))
+        try:
+            facts["pcie_links"] = parse_lspci_links(raw["lspci_vvv"])
+        except PcieFormatError as exc:
+            facts["pcie_links_error"] = str(exc)
     if raw.get("modinfo_rc") is not None:
         facts["module_for_kernel"] = raw["modinfo_rc"] == 0
     if raw.get("dkms"):
@@ -162,6 +178,26 @@ def _subject(gpu):
     if gpu.get("bus_id"):
         return "GPU %s (%s)" % ("?" if gpu.get("index") is None else gpu["index"], gpu["bus_id"])
     return "GPU %s" % gpu["index"]
+
+
+# Product names as nvidia-smi prints them ("Product Name" / <product_name> / --query-gpu name), e.g.
+# "NVIDIA A100-SXM4-80GB" (telegraf and ml-engineering fixtures), "NVIDIA H100 80GB HBM3" (the SXM5 H100:
+# nvidia_gpu_exporter's capture shows its 18 NVLinks), "NVIDIA A100 80GB PCIe" (ml-engineering fixture); older boards print "A100-PCIE-40GB".
+# SXM/HGX modules (and Grace-Hopper/Blackwell superchips) have NVLink by design; "PCIe" and "NVL" boards
+# are PCIe cards whose NVLink, if any, needs a bridge.
+_SXM_NAME = re.compile(r"SXM|HGX|\bH100 80GB HBM3\b|\bH100 SXM|\bH200\b(?! NVL)|\bGH200\b|\bB[23]00\b|\bGB[23]00\b")
+_PCIE_NAME = re.compile(r"PCI[eE]|\bNVL\b")
+
+
+def form_factor(name):
+    """``'sxm'``, ``'pcie'`` or None (not known) from an nvidia-smi product name."""
+    if not name:
+        return None
+    if _PCIE_NAME.search(name):
+        return "pcie"
+    if _SXM_NAME.search(name):
+        return "sxm"
+    return None
 
 
 def _idle(gpu):
@@ -324,9 +360,15 @@ def _gpu_problems(gpu, params, problems):
         links = nvlinks["links"]
         down = [link["link"] for link in links if not link["active"]]
         if nvlinks["all_inactive"] or (links and len(down) == len(links)):
+            form = form_factor(gpu.get("name"))
+            if form == "pcie":
+                return  # a PCIe card without an NVLink bridge: nothing is missing
             problems.append(problem(
-                "GPU_NVLINK_INACTIVE", "warning", subject,
-                "all NVLink links are inactive (normal for a PCIe card without an NVLink bridge)",
+                "GPU_NVLINK_INACTIVE", "error" if form == "sxm" else "warning", subject,
+                "all NVLink links are inactive on an SXM/HGX GPU (%s): GPU-to-GPU traffic falls back to PCIe"
+                % gpu.get("name") if form == "sxm" else
+                "all NVLink links are inactive (%s: form factor not known from the name; normal for a PCIe card "
+                "without an NVLink bridge)" % (gpu.get("name") or "unnamed GPU"),
                 "On SXM/HGX boards: start nvidia-fabricmanager (NVSwitch systems), then reset the GPUs or reboot."))
         elif down:
             problems.append(problem(
@@ -433,4 +475,23 @@ def diagnose(facts, params=None):
                 "Disable ACS on the PCIe switches (BIOS option, or `setpci -s <bridge> ECAP_ACS+0x6.w=0000` at "
                 "boot) so GPU peer-to-peer and GPUDirect RDMA go through the switch; keep it in a VM/IOMMU setup "
                 "that needs isolation."))
+        _pcie_path_problems(facts, gpus, problems)
     return problems
+
+
+def _pcie_path_problems(facts, gpus, problems):
+    targets = dict((a, "GPU") for a in facts.get("pci_gpus") or [])
+    targets.update((a, "HCA") for a in facts.get("pci_nics") or [])
+    if not targets:
+        return
+    ancestors = facts.get("pci_ancestors") or {}
+    if facts.get("pcie_links_error"):
+        problems.append(problem(
+            "PCIE_LINKS_UNREADABLE", "info", "node",
+            "the PCIe links above the GPUs and HCAs were not checked: %s" % facts["pcie_links_error"],
+            "Run the check as root on a node with pciutils (`lspci -vvv -D`)."))
+    elif facts.get("pcie_links") is not None:
+        busy = [g["bus_id"] for g in gpus if g.get("bus_id") and not _idle(g)]
+        problems.extend(link_problems(targets, ancestors, facts["pcie_links"], busy))
+    if facts.get("pcie_kernel") is not None:
+        problems.extend(kernel_problems(targets, ancestors, facts["pcie_kernel"]))

@@ -27,6 +27,11 @@ from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import probl
 #: since a node's source address may not be the address the inventory gives for it).
 GREETING = "ddp-probe "
 
+#: Header of the measured transfer (``tcp_probe`` ``measure_mib``): ``ddp-bulk <name> <bytes>\n``, then the bytes;
+#: the listener answers :data:`BULK_ACK` once it has read them all.
+BULK = "ddp-bulk "
+BULK_ACK = b"ok\n"
+
 #: Problem codes per check: not run, node unreachable, node cannot reach, everywhere, one pair
 #: (documented in docs/troubleshooting.md).
 CODES = {

@@ -61,6 +61,16 @@ options:
         the GPUs and Mellanox NICs (C(GPU_ACS_REDIRECT)).
       - Width is always compared; the generation only when the GPU is not idle, because an idle GPU
         drops its link to a lower generation to save power.
+      - Also checks every link on the path from the root port down to each GPU and HCA, from C(lspci -vvv)
+        (C(PCIE_LINK_DEGRADED)); each link is expected at the lower of its two ends' C(LnkCap) speed and
+        width (PCI Express Base Specification, Link Capabilities). A GPU's own link is left to
+        C(GPU_PCIE_DEGRADED); an HCA's own link is judged here.
+      - And the kernel log's PCIe messages for those devices and the bridges above them (Linux
+        C(drivers/pci/pci.c) and C(drivers/pci/pcie/aer.c)), in the window of O(xid_since);
+        C(available PCIe bandwidth, limited by) with a narrower link than the device can do
+        (C(PCIE_BANDWIDTH_LIMITED), warning; for an HCA a slower one too; GPUs are enumerated at 2.5 GT/s
+        before the driver raises the speed), and AER C(PCIe Bus Error) reports (uncorrected
+        C(PCIE_AER_UNCORRECTED), error; corrected C(PCIE_AER_CORRECTED), warning).
     type: bool
     default: true
   persistence_required:

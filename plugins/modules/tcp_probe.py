@@ -74,6 +74,17 @@ options:
         attempt). C(ddp.cluster.mesh_plan) derives it from the node count and forks.
     type: float
     default: 20
+  measure_mib:
+    description:
+      - With O(mode=mesh), after reaching its first peer (the next node of the ring that
+        C(ddp.cluster.mesh_plan) orders), send it this many MiB over a second connection and time it
+        until that peer has read them all, giving C(throughput_gbps) in the first entry of RV(pairs).
+        The listener then also waits for the one transfer its predecessor in the ring sends. 0 measures
+        nothing.
+      - Plain TCP between the nodes, measured in the same run as the collective, is what the health
+        stage's Gloo floor is bounded by (C(ddp.cluster.busbw_floor)).
+    type: int
+    default: 0
   count:
     description: With O(mode=listen), return after this many connections.
     type: int
@@ -152,6 +163,9 @@ pairs:
     - With O(mode=mesh), one entry per peer this node connected to, in probe order.
     - C(verdict) as in O(mode=connect); C(attempts) counts connection attempts; C(elapsed_s) is the
       time from the start to the last attempt, in seconds.
+    - With O(measure_mib), the first entry also has C(throughput_gbps) (GB/s, 1e9 bytes per second, from the
+      first byte sent to the peer's acknowledgement that it read them all; null when the transfer failed),
+      C(throughput_bytes) and C(throughput_error) (why it failed, or null).
   returned: mode is mesh
   type: list
   elements: dict
@@ -172,7 +186,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ddp.cluster.plugins.module_utils.netprobe import classify_connect
-from ansible_collections.ddp.cluster.plugins.module_utils.peermesh import GREETING
+from ansible_collections.ddp.cluster.plugins.module_utils.peermesh import BULK, BULK_ACK, GREETING
 
 # Verdicts worth another attempt inside the mesh window: the peer's listener may not be up yet
 # (refused); everything else (a firewall reject, no route, no name) is final.
@@ -253,11 +267,33 @@ def listen(bind_address, port, count, timeout):
     return peers
 
 
-def _accept_peers(server, expected, deadline, seen, lock):
-    """I/O edge: accept connections until every expected peer has greeted or the deadline passes."""
+CHUNK = 1 << 20
+
+
+def _drain(conn, nbytes, deadline):
+    """I/O edge: read ``nbytes`` from a measured transfer and acknowledge them."""
+    try:
+        left = nbytes
+        while left > 0:
+            conn.settimeout(max(0.1, deadline - time.time()))
+            chunk = conn.recv(min(CHUNK, left))
+            if not chunk:
+                return
+            left -= len(chunk)
+        conn.sendall(BULK_ACK)
+    except OSError:
+        pass
+    finally:
+        conn.close()
+
+
+def _accept_peers(server, expected, deadline, seen, lock, bulk_expected=0, drains=None):
+    """I/O edge: accept connections until every expected peer has greeted (and ``bulk_expected`` measured
+    transfers have arrived) or the deadline passes."""
+    drains = [] if drains is None else drains
     while True:
         with lock:
-            if expected <= set(seen):
+            if expected <= set(seen) and len(drains) >= bulk_expected:
                 return
         remaining = deadline - time.time()
         if remaining <= 0:
@@ -271,15 +307,23 @@ def _accept_peers(server, expected, deadline, seen, lock):
             conn.settimeout(min(2.0, max(remaining, 0.1)))
             data = b""
             while b"\n" not in data and len(data) < 256:
-                chunk = conn.recv(256)
+                chunk = conn.recv(1)
                 if not chunk:
                     break
                 data += chunk
         except OSError:
             data = b""
-        finally:
-            conn.close()
         text = data.decode("utf-8", "replace").strip()
+        if text.startswith(BULK):
+            fields = text[len(BULK):].split()
+            if len(fields) == 2 and fields[1].isdigit():
+                drain = threading.Thread(target=_drain, args=(conn, int(fields[1]), deadline))
+                drain.daemon = True
+                drain.start()
+                with lock:
+                    drains.append(drain)
+                continue
+        conn.close()
         with lock:
             seen.append(text[len(GREETING):] if text.startswith(GREETING) else addr[0])
 
@@ -301,17 +345,56 @@ def _probe_peer(me, peer, port, attempt_timeout, deadline, out, index):
                       elapsed_s=round(time.time() - start, 3), **verdict)
 
 
-def mesh(me, peers, port, attempt_timeout, window, bind_address):
+def measure(me, host, port, nbytes, deadline):
+    """I/O edge: send ``nbytes`` to the listener on ``host:port`` and time it until the listener acknowledges them.
+
+    :returns: ``(GB/s or None, error text or None)``.
+    """
+    try:
+        sock = socket.create_connection((host, port), timeout=max(0.2, deadline - time.time()))
+    except OSError as exc:
+        return None, "connect: %s" % exc
+    try:
+        sock.sendall(("%s%s %d\n" % (BULK, me, nbytes)).encode("utf-8"))
+        block = b"\0" * CHUNK
+        start = time.time()
+        left = nbytes
+        while left > 0:
+            sock.settimeout(max(0.1, deadline - time.time()))
+            sock.sendall(block[:min(CHUNK, left)])
+            left -= min(CHUNK, left)
+        ack = b""
+        while len(ack) < len(BULK_ACK):
+            sock.settimeout(max(0.1, deadline - time.time()))
+            chunk = sock.recv(len(BULK_ACK) - len(ack))
+            if not chunk:
+                return None, "the peer closed the connection before acknowledging"
+            ack += chunk
+        elapsed = time.time() - start
+        return round(nbytes / max(elapsed, 1e-6) / 1e9, 4), None
+    except socket.timeout:
+        return None, "timed out"
+    except OSError as exc:
+        return None, str(exc)
+    finally:
+        sock.close()
+
+
+def mesh(me, peers, port, attempt_timeout, window, bind_address, measure_bytes=0):
     """I/O edge: listen on ``port`` and connect to every peer at once, within ``window`` seconds.
+
+    With ``measure_bytes``, also send that many bytes to the first peer once it is reached, and wait for the one
+    measured transfer that reaches this node (from the node whose first peer this one is).
 
     :returns: ``(pairs, peers_seen, missing)``.
     :raises OSError: when the port cannot be bound.
     """
     deadline = time.time() + window
     server = bound_server(bind_address, port, max(128, len(peers)))
-    seen, lock = [], threading.Lock()
+    seen, lock, drains = [], threading.Lock(), []
     expected = set(p["name"] for p in peers)
-    listener = threading.Thread(target=_accept_peers, args=(server, expected, deadline, seen, lock))
+    listener = threading.Thread(target=_accept_peers, args=(server, expected, deadline, seen, lock,
+                                                            1 if measure_bytes and peers else 0, drains))
     listener.daemon = True
     listener.start()
     pairs = [None] * len(peers)
@@ -322,7 +405,17 @@ def mesh(me, peers, port, attempt_timeout, window, bind_address):
         worker.start()
     for worker in workers:
         worker.join(max(0.0, deadline - time.time()) + attempt_timeout + 1)
+    if measure_bytes and peers and pairs[0] is not None:
+        if pairs[0]["verdict"] == "open":
+            gbps, error = measure(me, peers[0]["host"], port, measure_bytes, deadline)
+        else:
+            gbps, error = None, "not reached"
+        pairs[0].update(throughput_gbps=gbps, throughput_bytes=measure_bytes, throughput_error=error)
     listener.join(max(0.0, deadline - time.time()) + 1)
+    with lock:
+        pending = list(drains)
+    for drain in pending:
+        drain.join(max(0.0, deadline - time.time()) + 1)
     server.close()
     for i, peer in enumerate(peers):
         if pairs[i] is None:
@@ -365,6 +458,7 @@ def build_module():
                 name=dict(type="str", required=True),
                 host=dict(type="str", required=True))),
             window=dict(type="float", default=20),
+            measure_mib=dict(type="int", default=0),
         ),
         required_if=[("mode", "connect", ["host"]), ("mode", "mesh", ["name", "peers"])],
         supports_check_mode=True,
@@ -379,11 +473,13 @@ def main():
     if params["timeout"] <= 0 or params["window"] <= 0:
         module.fail_json(msg="timeout and window must be positive seconds, got %s and %s"
                              % (params["timeout"], params["window"]))
+    if not 0 <= params["measure_mib"] <= 4096:
+        module.fail_json(msg="measure_mib must be 0-4096 MiB, got %d" % params["measure_mib"])
     start = time.time()
     if params["mode"] == "mesh":
         try:
             pairs, seen, missing = mesh(params["name"], params["peers"], params["port"], params["timeout"],
-                                        params["window"], params["bind_address"])
+                                        params["window"], params["bind_address"], params["measure_mib"] << 20)
         except OSError as exc:
             fail_listen(module, exc)
         reached = sum(1 for p in pairs if p["verdict"] == "open")

@@ -65,6 +65,7 @@ def test_tarball_holds_the_collection_and_not_the_clone(installed):
     assert manifest["collection_info"]["version"] == galaxy["version"]
     for needed in ("meta/runtime.yml", "data/compat_matrix.yml", "roles/ddp_benchmark/files/ddp_bench.py",
                    "roles/pytorch_env/files/ddp_nccl_allreduce.py", "roles/pytorch_env/files/ddp_stack_probe.py",
+                   "roles/pytorch_env/files/ddp_dist.py",
                    "roles/pytorch_env/files/ddp_wheelhouse_index.py", "plugins/modules/node_stack.py",
                    "plugins/modules/hardware_facts.py", "plugins/filter/compat.py", "playbooks/site.yml"):
         assert needed in names, needed

@@ -265,6 +265,10 @@ def test_burnin_names_the_throttled_node_and_drains_it():
         assert healthy.returncode == 0, out[-3000:]
         assert len(re.findall(r"ddp-mol\d [^\\\n]*? #0: [0-9.]+ TFLOPS \(\d+% of the median\), product identical", out)) == 2, \
             out[-3000:]
+        # the GPU counters were read before and after (no GPU here: nothing to compare), and DCGM is not installed on
+        # these nodes: neither says anything, and nothing claims DCGM ran
+        assert "BURNIN_GPU_ERRORS" not in out and "DCGM_DIAG" not in out and "dcgmi diag -r 2 ran on" not in out
+        assert "Read the GPU error counters and Xids before the stress" in out
         assert (node_states()["ddp-mol2"][0].rstrip("*"), node_states()["ddp-mol2"][1]) == ("idle", "none")
     finally:
         podman_exec("ddp-mol1", "scontrol", "update", "NodeName=ddp-mol2", "State=RESUME", check=False)

@@ -40,16 +40,32 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import math
 import os
-import pickle
 import random
 import re
 import socket
 import sys
-import tempfile
 import time
+
+
+def _shared_module_dir():
+    """Where ddp_dist.py is: ``<env>/share/ddp-cluster`` (the pytorch_env role installs it there and this program
+    runs with the environment's Python), else the collection's own roles/pytorch_env/files (a checkout, tests)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for folder in (os.path.join(sys.prefix, "share", "ddp-cluster"),
+                   os.path.join(here, os.pardir, os.pardir, "pytorch_env", "files")):
+        if os.path.isfile(os.path.join(folder, "ddp_dist.py")):
+            return os.path.normpath(folder)
+    raise ImportError("ddp_bench.py needs ddp_dist.py, which the pytorch_env role installs in %s: run the "
+                      "environment stage of this collection's version (or run ddp_bench.py with that "
+                      "environment's Python)" % os.path.join(sys.prefix, "share", "ddp-cluster"))
+
+
+_SHARED_DIR = _shared_module_dir()
+if _SHARED_DIR not in sys.path:
+    sys.path.append(_SHARED_DIR)
+from ddp_dist import all_gather_objects, write_json_atomic  # noqa: E402  (gathering and writing, shared with health)
 
 SCHEMA_VERSION = 1
 REQUIRED_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
@@ -482,27 +498,6 @@ def read_nccl_lines(path):
     return lines[:NCCL_LINES_MAX]
 
 
-def write_json_atomic(path, data):
-    """Write data as JSON to path via a temp file in the same directory and os.replace."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".ddp_bench.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 class TorchComm(object):
     """torch.distributed under torchrun: DDP wrapper, barrier, gather."""
 
@@ -723,30 +718,11 @@ def run(args, layout):
         # Every node writes rank 0's result, so the files are identical.
         result = comm.gather(result, device)[0]
         if local_rank == 0:
-            write_json_atomic(args.output, result)
+            write_json_atomic(args.output, result, prefix=".ddp_bench.")
         comm.barrier()
         return result
     finally:
         comm.close()
-
-
-def all_gather_objects(torch, dist, obj, device, world_size):
-    """Gather one picklable object from every rank, in rank order.
-
-    Same contract as ``dist.all_gather_object``, which in current torch
-    unpickles through ``tensor.numpy()`` and so fails on a torch installed
-    without NumPy; this version needs only torch. Payloads here are a few KiB.
-    """
-    data = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8).to(device)
-    size = torch.tensor([data.numel()], dtype=torch.long, device=device)
-    sizes = [torch.zeros_like(size) for _rank in range(world_size)]
-    dist.all_gather(sizes, size)
-    sizes = [int(s.item()) for s in sizes]
-    padded = torch.zeros(max(sizes), dtype=torch.uint8, device=device)
-    padded[: data.numel()] = data
-    chunks = [torch.zeros_like(padded) for _rank in range(world_size)]
-    dist.all_gather(chunks, padded)
-    return [pickle.loads(bytes(c[:n].cpu().tolist())) for c, n in zip(chunks, sizes)]
 
 
 def loader_summary(gathered, train_samples_per_s_per_process):

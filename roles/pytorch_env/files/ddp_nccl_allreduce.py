@@ -14,19 +14,19 @@ Correctness: once per size, each rank contributes rank+1; every element must equ
 Every node's LOCAL_RANK 0 writes the same JSON to --output. A refusal is one line on stderr,
 ``ddp_nccl_allreduce.py: error: ...``, and exit status 2.
 
-Python 3.8+, standard library + torch.
+Python 3.8+, standard library + torch; ddp_dist.py (gathering and writing the result, shared with the
+benchmark's ddp_bench.py) from the same folder.
 """
 from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
-import pickle
 import socket
 import sys
-import tempfile
 import time
+
+from ddp_dist import all_gather_objects, write_json_atomic  # beside this file (pytorch_env installs both)
 
 PROG = "ddp_nccl_allreduce.py"
 
@@ -44,36 +44,6 @@ def parse_args(argv=None):
     p.add_argument("--timeout", type=int, default=300, help="init_process_group timeout, seconds")
     p.add_argument("--output", required=True)
     return p.parse_args(argv)
-
-
-def gather_objects(torch, dist, obj, device, world_size):
-    """all_gather_object without NumPy (the CPU wheel's all_gather_object needs it)."""
-    data = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8).to(device)
-    size = torch.tensor([data.numel()], dtype=torch.long, device=device)
-    sizes = [torch.zeros_like(size) for _r in range(world_size)]
-    dist.all_gather(sizes, size)
-    sizes = [int(s.item()) for s in sizes]
-    padded = torch.zeros(max(sizes), dtype=torch.uint8, device=device)
-    padded[: data.numel()] = data
-    chunks = [torch.zeros_like(padded) for _r in range(world_size)]
-    dist.all_gather(chunks, padded)
-    return [pickle.loads(bytes(c[:n].cpu().tolist())) for c, n in zip(chunks, sizes)]
-
-
-def write_json_atomic(path, data):
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".nccl_health.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def nccl_version(torch):
@@ -167,7 +137,7 @@ def run(args):
             "nccl_version": nccl_version(torch) if on_gpu else None,
             "device": torch.cuda.get_device_name(device) if on_gpu else "cpu",
         }
-        ranks = sorted(gather_objects(torch, dist, mine, device, world_size), key=lambda r: r["rank"])
+        ranks = sorted(all_gather_objects(torch, dist, mine, device, world_size), key=lambda r: r["rank"])
         hosts, versions, devices = {}, {}, {}
         for r in ranks:
             hosts.setdefault(r["host"], []).append(r["rank"])
@@ -193,7 +163,7 @@ def run(args):
             "cuda_version": torch.version.cuda,
         }
         if local_rank == 0:
-            write_json_atomic(args.output, result)
+            write_json_atomic(args.output, result, prefix=".nccl_health.")
         barrier()
         return result
     finally:

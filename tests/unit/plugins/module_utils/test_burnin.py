@@ -110,3 +110,15 @@ def test_registered_results_are_read():
     assert "rc 2: ddp_burnin.py: error: torch does not import" in out["problems"][0]["message"]
     assert "no result (the node stopped answering Ansible)" in out["problems"][1]["message"]
     assert [d["digest_ok"] for d in out["devices"]] == [True, True]
+
+
+def test_filter_adds_counters_and_dcgm():
+    healthy = {"gpus": [{"index": 0, "bus_id": "0000:41:00.0", "ecc": {"volatile_uncorrectable": 0}}], "xids": []}
+    worse = {"gpus": [{"index": 0, "bus_id": "0000:41:00.0", "ecc": {"volatile_uncorrectable": 2}}], "xids": []}
+    dcgm_missing = {"rc": 2, "stdout": "", "msg": "[Errno 2] No such file or directory: b'dcgmi'"}
+    out = burnin_filter({"n1": node(), "n2": node()}, 0.9, before={"n1": healthy, "n2": healthy},
+                        after={"n1": healthy, "n2": worse}, dcgm={"n1": dcgm_missing, "n2": dcgm_missing}, dcgm_level=2)
+    assert codes(out) == [("BURNIN_GPU_ERRORS", "n2 GPU 0 (0000:41:00.0)")]
+    assert out["nodes"] == {"n2": ["BURNIN_GPU_ERRORS"]} and out["dcgm_ran"] == []
+    with pytest.raises(AnsibleFilterError, match="before expects a dict"):
+        burnin_filter({"n1": node()}, 0.9, before=[healthy])

@@ -104,3 +104,32 @@ def test_the_rdma_fraction_passes_healthy_clusters_and_fails_an_untuned_one():
     untuned = busbw_at("nccl-tests_all_reduce_perf_2node-8xH200_NCCL_IB_DISABLE-socket_single-NIC__"
                        "schmaustech-nvidia-tools-image.txt")
     assert untuned < floor(400, 8) == 100.0
+
+
+def test_measured_tcp_below_the_link_speed_sets_the_socket_floor():
+    # veth reports 10 Gb/s (1.25 GB/s); plain TCP between the nodes carried less in this run
+    nodes = {"a": {"gpus": 0, "roce": VETH, "tcp_gbps": 0.9}, "b": {"gpus": 0, "roce": VETH, "tcp_gbps": 1.1},
+             "c": {"gpus": 0, "roce": VETH, "tcp_gbps": 0.03}}  # c's egress is throttled
+    out = floors.busbw_floor(nodes)
+    # the upper median of the three ring links (0.03, 0.9, 1.1): the slow node does not lower the floor
+    assert (out["source"], out["floor_gbps"]) == ("tcp", round(0.05 * 0.9, 4))
+    assert "upper median of 3 ring links: 0.03, 0.9, 1.1" in out["why"] and "below the eth0 10000 Mb/s link" in out["why"]
+
+
+def test_measured_tcp_above_the_link_speed_leaves_the_link_floor():
+    nodes = {"a": {"gpus": 0, "roce": VETH, "tcp_gbps": 2.5}, "b": {"gpus": 0, "roce": VETH, "tcp_gbps": 2.1}}
+    out = floors.busbw_floor(nodes)
+    assert (out["source"], out["floor_gbps"]) == ("ethernet", 0.0625)
+    assert out["why"].endswith("; plain TCP between the nodes carried 2.5 GB/s")
+
+
+def test_measured_tcp_without_a_link_speed_and_partial_measurements():
+    no_speed = dict(VETH, fabric_speed_mbps=None)
+    out = floors.busbw_floor({"a": {"gpus": 0, "roce": no_speed, "tcp_gbps": 0.8},
+                              "b": {"gpus": 0, "roce": no_speed, "tcp_gbps": 0.6}})
+    assert (out["source"], out["floor_gbps"]) == ("tcp", 0.04)  # upper median of 0.6, 0.8
+    # a node whose transfer failed leaves the measurement out: the link speed decides
+    out = floors.busbw_floor({"a": {"gpus": 0, "roce": VETH, "tcp_gbps": 0.8}, "b": {"gpus": 0, "roce": VETH}})
+    assert out["source"] == "ethernet" and "carried" not in out["why"]
+    with pytest.raises(ValueError, match="tcp_gbps of a must be a positive number"):
+        floors.busbw_floor({"a": {"gpus": 0, "roce": VETH, "tcp_gbps": "fast"}})

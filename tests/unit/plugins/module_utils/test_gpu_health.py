@@ -11,7 +11,7 @@ import os
 import pytest
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import should_fail
-from ansible_collections.ddp.cluster.plugins.module_utils.gpu_health import DEFAULTS, build_facts, diagnose
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu_health import DEFAULTS, build_facts, diagnose, form_factor
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "gpu")
 H100_Q = "nvidia-smi_q_1xH100-80GB-HBM3_driver590_idle_full__nvidia_gpu_exporter-captures.txt"
@@ -51,6 +51,19 @@ def smi_driver(version):
     return {"smi_found": True, "smi_rc": 0, "smi_out": text, "smi_format": "text"}
 
 
+def smi_renamed(name, **extra):
+    """derived: the H100 -q capture with its product name replaced."""
+    text = fixture(H100_Q).replace(": NVIDIA H100 80GB HBM3\n", ": %s\n" % name)
+    assert name in text
+    raw = {"smi_found": True, "smi_rc": 0, "smi_out": text, "smi_format": "text"}
+    raw.update(extra)
+    return raw
+
+
+# derived: the H100 nvlink -s capture with every link's speed replaced by <inactive>
+ALL_INACTIVE = fixture(NVLINK_H100).replace("26.562 GB/s", "<inactive>")
+
+
 def set_gpu(path, value):
     def mutate(facts):
         node = facts["gpus"][0]
@@ -77,6 +90,14 @@ ROWS = [
     ("derived: H100 nvlink -s with link 3 <inactive>",
      smi(H100_Q, "text", nvlink=fixture(NVLINK_H100).replace("Link 3: 26.562 GB/s", "Link 3: <inactive>")), {}, None,
      {}, [("GPU_NVLINK_INACTIVE", "error")]),
+    ("derived: H100 SXM5 (80GB HBM3) nvlink -s with all 18 links <inactive>: NVLink missing on an SXM module",
+     smi(H100_Q, "text", nvlink=ALL_INACTIVE), {}, None, {"gpus.0.nvlinks.all_inactive": False},
+     [("GPU_NVLINK_INACTIVE", "error")]),
+    ("derived: the same, product name 'NVIDIA H100 PCIe': a PCIe card without a bridge is fine",
+     smi_renamed("NVIDIA H100 PCIe", nvlink=ALL_INACTIVE), {}, None, {"gpus.0.name": "NVIDIA H100 PCIe"}, []),
+    ("derived: the same, a name that says no form factor: warning",
+     smi_renamed("NVIDIA Graphics Device", nvlink=ALL_INACTIVE), {}, None, {},
+     [("GPU_NVLINK_INACTIVE", "warning")]),
     ("A100 nvlink status for GPU 7 does not attach to GPU 0", smi(H100_Q, "text", nvlink=fixture(NVLINK_A100)), {}, None,
      {"gpus.0.nvlinks": None}, []),
     ("Xid 63 excerpt + dmesg: row remap pending and the Xid", smi(XID63_Q, "text", kernel_log=fixture(XID63_LOG),
@@ -217,3 +238,21 @@ def test_fail_on_and_defaults():
     problems = diagnose(build_facts({"pci_devices": [], "smi_found": False}))
     assert not should_fail(problems, "error") and should_fail(problems, "warning")
     assert DEFAULTS["max_temperature_c"] == 85 and DEFAULTS["no_gpu_severity"] == "warning"
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("NVIDIA A100-SXM4-80GB", "sxm"),          # telegraf / ml-engineering fixtures
+    ("NVIDIA H100 80GB HBM3", "sxm"),          # nvidia_gpu_exporter capture, 18 NVLinks
+    ("NVIDIA H200", "sxm"),
+    ("NVIDIA GH200 480GB", "sxm"),
+    ("NVIDIA B200", "sxm"),
+    ("NVIDIA A100 80GB PCIe", "pcie"),         # ml-engineering table fixture
+    ("NVIDIA A100-PCIE-40GB", "pcie"),
+    ("NVIDIA H100 NVL", "pcie"),
+    ("NVIDIA H200 NVL", "pcie"),
+    ("NVIDIA L40S", None),
+    ("", None),
+    (None, None),
+])
+def test_form_factor(name, expected):
+    assert form_factor(name) == expected

@@ -281,18 +281,24 @@ def test_torchrun_argv_and_script_args():
                                                 "--backend", "auto", "--timeout", "300", "--output", "/t/r.json"]
 
 
-def test_shipped_script_is_stdlib_and_torch_only():
-    with open(SCRIPT) as handle:
+def _imports(path):
+    with open(path) as handle:
         source = handle.read()
-    tree = ast.parse(source)
     imported = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             imported.update(a.name.split(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module.split(".")[0])
-    assert imported <= {"__future__", "argparse", "datetime", "json", "os", "pickle", "socket", "sys", "tempfile",
-                        "time", "torch"}
+    return source, imported
+
+
+def test_shipped_script_is_stdlib_and_torch_only():
+    source, imported = _imports(SCRIPT)
+    # ddp_dist: the gathering and writing it shares with ddp_bench.py, installed beside it
+    assert imported <= {"__future__", "argparse", "datetime", "os", "socket", "sys", "time", "torch", "ddp_dist"}
+    _shared, shared_imports = _imports(os.path.join(os.path.dirname(SCRIPT), "ddp_dist.py"))
+    assert shared_imports <= {"__future__", "json", "os", "pickle", "sys", "tempfile"}
     assert "dist.all_gather_object" not in source  # needs NumPy on the CPU wheel
     assert 'PROG = "%s"' % nh.SCRIPT_PROG in source
     assert os.path.basename(SCRIPT) == nh.SCRIPT_NAME
@@ -305,4 +311,5 @@ def test_default_script_is_where_pytorch_env_installs_it():
         tasks = handle.read()
     copy = [t for t in yaml.safe_load(tasks) if "ddp_nccl_allreduce.py" in str(t.get("loop", ""))]
     assert len(copy) == 1, "pytorch_env installs the script once"
+    assert "ddp_dist.py" in copy[0]["loop"], "and the module it imports, beside it"
     assert copy[0]["ansible.builtin.copy"]["dest"] == "{{ pytorch_env_path }}/share/ddp-cluster/{{ item }}"

@@ -17,7 +17,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_mesh(n, window, skip=(), late=None, port=None):
+def run_mesh(n, window, skip=(), late=None, port=None, measure_bytes=0):
     """Run the mesh of n loopback nodes at once; ``skip`` never start, ``late`` = (node, seconds)."""
     port = port or free_port()
     hosts = [("node%d" % i, "127.0.0.%d" % (10 + i)) for i in range(n)]
@@ -27,7 +27,7 @@ def run_mesh(n, window, skip=(), late=None, port=None):
     def node(name, address):
         if late and late[0] == name:
             time.sleep(late[1])
-        out[name] = mod.mesh(name, plan["nodes"][name], port, 1.0, window, address)
+        out[name] = mod.mesh(name, plan["nodes"][name], port, 1.0, window, address, measure_bytes)
 
     threads = [threading.Thread(target=node, args=h) for h in hosts if h[0] not in skip]
     start = time.time()
@@ -90,3 +90,24 @@ def test_port_held_for_a_moment_is_waited_for(monkeypatch):
                                       "127.0.0.10")
     assert 0.9 <= time.time() - start < 4.5
     assert [p["dst"] for p in pairs] == ["node1"]
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_measured_transfer_around_the_ring(n):
+    out, took, _port = run_mesh(n, window=10, measure_bytes=8 << 20)
+    assert took < 5, "the measured transfers do not wait for the window (took %.1f s)" % took
+    for name, (pairs, seen, missing) in out.items():
+        first = pairs[0]
+        assert first["throughput_error"] is None and first["throughput_bytes"] == 8 << 20
+        assert first["throughput_gbps"] > 0.01, first  # 8 MiB over loopback
+        assert "throughput_gbps" not in pairs[-1] or n == 2
+        # the measured connection is not taken for a peer's greeting
+        assert missing == [] and sorted(seen) == sorted(p["dst"] for p in pairs)
+
+
+def test_measured_transfer_to_a_node_that_never_listens():
+    out, took, _port = run_mesh(3, window=2, skip=("node1",), measure_bytes=1 << 20)
+    first = out["node0"][0][0]
+    assert first["dst"] == "node1" and first["throughput_gbps"] is None and first["throughput_error"] == "not reached"
+    # node2's predecessor (node1) never sends, so node2 waits out its window for it, and no longer
+    assert 1.5 < took < 5

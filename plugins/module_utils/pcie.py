@@ -1,0 +1,278 @@
+# Copyright: ddp.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""PCIe links of GPUs and HCAs, and the bridges above them: parsing and diagnosis. Pure: no I/O.
+
+Inputs are the text of ``lspci -vvv -D`` (as root: without root lspci hides the capabilities), the
+kernel log (``journalctl -k`` or ``dmesg``) and the bridges above each device read from sysfs
+(``gpu_system.pci_ancestors``).
+
+A PCIe link joins a *downstream-facing* port (a root port, or a switch's downstream port) and the
+device below it (an endpoint, or the upstream port of the next switch). Both ends report the link in
+``LnkSta``; it can train no faster and no wider than the smaller of the two ``LnkCap`` values. So
+the expected speed and width of each link are the minimum of its two ends' capabilities (PCI Express
+Base Specification, "Link Capabilities Register"; lspci prints the register as ``LnkCap`` and the
+trained state as ``LnkSta``). Links between a switch's upstream port and its own downstream ports
+are internal to the switch and are not judged.
+
+Speeds are in GT/s (2.5 Gen1, 5 Gen2, 8 Gen3, 16 Gen4, 32 Gen5, 64 Gen6), widths in lanes.
+
+Kernel messages read (Linux ``drivers/pci/pci.c`` ``__pcie_print_link_status`` and
+``drivers/pci/pcie/aer.c``)::
+
+    pci 0000:02:00.0: 31.504 Gb/s available PCIe bandwidth, limited by 8.0 GT/s PCIe x4 link at
+        0000:00:1c.4 (capable of 126.016 Gb/s with 8.0 GT/s PCIe x16 link)
+    pcieport 0000:00:1c.5: AER: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)
+    pcieport 0000:00:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, ...
+"""
+from __future__ import annotations
+
+import re
+
+from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
+
+_HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(\S.*)$")
+_EXPRESS = re.compile(r"Express (?:\(v\d+\) )?(Root Port|Downstream Port|Upstream Port|Legacy Endpoint|"
+                      r"Root Complex Integrated Endpoint|Endpoint|PCI-Express to PCI/PCI-X Bridge|"
+                      r"PCI/PCI-X to PCI-Express Bridge)")
+_SPEED = re.compile(r"Speed (?:([0-9.]+)GT/s|unknown)")
+_WIDTH = re.compile(r"Width x(\d+)")
+_ADDR = r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
+_LIMITED = re.compile(
+    r"(?P<address>%s): (?P<available>[0-9.]+) Gb/s available PCIe bandwidth, limited by "
+    r"(?P<speed>[0-9.]+) GT/s(?: PCIe)? x(?P<width>\d+) link at (?P<at>%s) \(capable of "
+    r"(?P<capable>[0-9.]+) Gb/s with (?P<cap_speed>[0-9.]+) GT/s(?: PCIe)? x(?P<cap_width>\d+) link\)" % (_ADDR, _ADDR))
+# Severity words: "Corrected" / "Uncorrected (Non-Fatal)" / "Uncorrected (Fatal)" before Linux 6.x,
+# "Correctable" / "Uncorrectable (Non-Fatal)" / "Uncorrectable (Fatal)" since.
+_AER = re.compile(r"(?P<address>%s): (?:AER: )?PCIe Bus Error: severity=(?P<severity>Corrected|Correctable|"
+                  r"Uncorrect(?:ed|able) \((?:Non-Fatal|Fatal)\))" % _ADDR)
+
+DOWNSTREAM_PORTS = ("Root Port", "Downstream Port")
+
+
+class PcieFormatError(ValueError):
+    """The text given to a parser is not the output it reads (raised, never turned into rows)."""
+
+
+def _full(address):
+    address = address.lower()
+    return address if len(address) > 7 else "0000:" + address
+
+
+def parse_lspci_links(text):
+    """``lspci -vvv [-D]`` -> ``{address: {description, port_type, cap_speed_gts, cap_width, speed_gts, width}}``.
+
+    Only devices with a ``LnkCap`` line (PCI Express capability readable) are returned. ``speed_gts``
+    and ``width`` are the trained link (``LnkSta``); None when lspci prints ``Speed unknown`` or no
+    ``LnkSta``. Addresses are full (``0000:41:00.0``) even when lspci ran without ``-D``.
+
+    :raises PcieFormatError: non-empty text with no lspci device header (``41:00.0 3D controller: ...``),
+        such as ``lspci -t`` trees, ``lspci -n`` without ``-v``, JSON, or an error message.
+    """
+    if not (text or "").strip():
+        return {}
+    out = {}
+    headers = 0
+    current = None
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        match = _HEADER.match(raw)
+        if match and not raw[0].isspace():
+            headers += 1
+            current = {"address": _full(match.group(1)), "description": match.group(2), "port_type": None,
+                       "cap_speed_gts": None, "cap_width": None, "speed_gts": None, "width": None, "_cap": False}
+            out[current["address"]] = current
+            continue
+        if current is None:
+            continue
+        line = raw.strip()
+        if line.startswith("Capabilities:"):
+            express = _EXPRESS.search(line)
+            if express:
+                current["port_type"] = express.group(1)
+        elif line.startswith("LnkCap:"):
+            current["_cap"] = True
+            current["cap_speed_gts"], current["cap_width"] = _speed_width(line)
+        elif line.startswith("LnkSta:"):
+            current["speed_gts"], current["width"] = _speed_width(line)
+    if not headers:
+        raise PcieFormatError(
+            "not `lspci -vvv` output: no device header line such as '0000:41:00.0 3D controller: ...' "
+            "(first line: %r)" % text.strip().splitlines()[0][:80])
+    links = {}
+    for address, entry in out.items():
+        if entry.pop("_cap"):
+            entry.pop("address")
+            links[address] = entry
+    return links
+
+
+def _speed_width(line):
+    speed = _SPEED.search(line)
+    width = _WIDTH.search(line)
+    return (float(speed.group(1)) if speed and speed.group(1) else None,
+            int(width.group(1)) if width else None)
+
+
+def link_chain(device, ancestors, links):
+    """The judged links from the root port down to ``device``.
+
+    :param ancestors: the bridges above ``device``, top first (``gpu_system.pci_ancestors``).
+    :param links: :func:`parse_lspci_links` output.
+    :returns: list of ``{upstream, downstream, expected_speed_gts, expected_width, speed_gts, width}``,
+        top first; ``upstream`` is the root/downstream port, ``downstream`` the device below it. Links
+        whose ends lspci did not describe are left out.
+    """
+    chain = list(ancestors or []) + [device]
+    out = []
+    for upper, lower in zip(chain, chain[1:]):
+        up, down = links.get(upper), links.get(lower)
+        if not up or not down or up.get("port_type") not in DOWNSTREAM_PORTS:
+            continue
+        speeds = [s for s in (up["cap_speed_gts"], down["cap_speed_gts"]) if s]
+        widths = [w for w in (up["cap_width"], down["cap_width"]) if w]
+        out.append({
+            "upstream": upper, "downstream": lower,
+            "expected_speed_gts": min(speeds) if len(speeds) == 2 else None,
+            "expected_width": min(widths) if len(widths) == 2 else None,
+            "speed_gts": down["speed_gts"] if down["speed_gts"] is not None else up["speed_gts"],
+            "width": down["width"] if down["width"] is not None else up["width"],
+        })
+    return out
+
+
+def _fmt_speed(gts):
+    return ("%g GT/s" % gts) if gts is not None else "unknown speed"
+
+
+def link_problems(targets, ancestors, links, busy_gpus=()):
+    """``PCIE_LINK_DEGRADED`` problems on the links above GPUs and HCAs.
+
+    :param targets: ``{address: kind}`` with kind ``'GPU'`` or ``'HCA'``.
+    :param ancestors: ``{address: [bridges above it, top first]}``.
+    :param links: :func:`parse_lspci_links` output.
+    :param busy_gpus: GPU addresses that are in use. An idle GPU lowers its link speed to save power,
+        and the link above it follows, so on a GPU's path speed is judged only while the GPU is busy;
+        width always is. A GPU's own link is judged by ``gpu_health`` from nvidia-smi
+        (``GPU_PCIE_DEGRADED``) and is skipped here; an HCA's own link is judged here.
+    :returns: problems, width below the expected one an ``error`` (bandwidth divided by the lost lanes),
+        speed below a ``warning``; one per link even when several devices sit below it.
+    """
+    busy = set(busy_gpus or ())
+    seen = set()
+    problems = []
+    for device in sorted(targets):
+        kind = targets[device]
+        for link in link_chain(device, ancestors.get(device) or [], links):
+            if kind == "GPU" and link["downstream"] == device:
+                continue
+            key = (link["upstream"], link["downstream"])
+            if key in seen:
+                continue
+            subject = "PCIe link %s -> %s (above %s %s)" % (link["upstream"], link["downstream"], kind, device) \
+                if link["downstream"] != device else "PCIe link %s -> %s %s" % (link["upstream"], kind, device)
+            if link["width"] is not None and link["expected_width"] and link["width"] < link["expected_width"]:
+                seen.add(key)
+                problems.append(problem(
+                    "PCIE_LINK_DEGRADED", "error", subject,
+                    "the link trained at x%d, both ends can do x%d (%s)" % (
+                        link["width"], link["expected_width"], _fmt_speed(link["speed_gts"])),
+                    "Reseat the card, riser or cable; check the slot's bifurcation setting in the BIOS; "
+                    "`lspci -vvv -s %s` LnkSta shows the trained link." % link["downstream"]))
+                continue
+            if kind == "GPU" and device not in busy:
+                continue
+            if link["speed_gts"] is not None and link["expected_speed_gts"] \
+                    and link["speed_gts"] < link["expected_speed_gts"]:
+                seen.add(key)
+                problems.append(problem(
+                    "PCIE_LINK_DEGRADED", "warning", subject,
+                    "the link runs at %s, both ends can do %s" % (
+                        _fmt_speed(link["speed_gts"]), _fmt_speed(link["expected_speed_gts"])),
+                    "Check the BIOS PCIe speed setting for the slot and the riser/retimer; compare with a "
+                    "node of the same model; `lspci -vvv -s %s` LnkSta." % link["downstream"]))
+    return problems
+
+
+def parse_kernel_pcie(text):
+    """PCIe messages of the kernel log.
+
+    :returns: ``{'limited': [{address, available_gbps, speed_gts, width, at, capable_gbps, cap_speed_gts,
+        cap_width}], 'aer': {address: {'corrected': n, 'nonfatal': n, 'fatal': n}}}``; ``aer`` counts
+        ``PCIe Bus Error`` reports per reporting device (the address printed before the message).
+    """
+    limited = []
+    aer = {}
+    for line in (text or "").splitlines():
+        match = _LIMITED.search(line)
+        if match:
+            limited.append({
+                "address": match.group("address").lower(), "available_gbps": float(match.group("available")),
+                "speed_gts": float(match.group("speed")), "width": int(match.group("width")),
+                "at": match.group("at").lower(), "capable_gbps": float(match.group("capable")),
+                "cap_speed_gts": float(match.group("cap_speed")), "cap_width": int(match.group("cap_width"))})
+            continue
+        match = _AER.search(line)
+        if match:
+            severity = match.group("severity")
+            kind = "corrected" if severity in ("Corrected", "Correctable") else (
+                "fatal" if "(Fatal)" in severity else "nonfatal")
+            counts = aer.setdefault(match.group("address").lower(), {"corrected": 0, "nonfatal": 0, "fatal": 0})
+            counts[kind] += 1
+    return {"limited": limited, "aer": aer}
+
+
+def kernel_problems(targets, ancestors, messages):
+    """``PCIE_BANDWIDTH_LIMITED`` and ``PCIE_AER_*`` problems for GPUs, HCAs and the bridges above them.
+
+    :param targets: ``{address: kind}`` (``'GPU'`` / ``'HCA'``).
+    :param ancestors: ``{address: [bridges above it]}``.
+    :param messages: :func:`parse_kernel_pcie` output.
+
+    The kernel prints "limited by" when it enumerates a device. GPUs are enumerated at 2.5 GT/s and
+    raise their speed once the driver loads, so for a GPU only a width below its capability counts;
+    for an HCA, speed too. AER reports from any device on a GPU's or HCA's path count: uncorrected
+    (non-fatal or fatal) ones are an ``error`` (the transaction was lost; the driver may have reset
+    the device), corrected ones a ``warning`` (the link layer replayed; a growing count predicts a
+    failing link).
+    """
+    problems = []
+    for entry in messages.get("limited") or []:
+        kind = targets.get(entry["address"])
+        if kind is None:
+            continue
+        narrower = entry["width"] < entry["cap_width"]
+        slower = entry["speed_gts"] < entry["cap_speed_gts"]
+        if not narrower and not (slower and kind == "HCA"):
+            continue
+        problems.append(problem(
+            "PCIE_BANDWIDTH_LIMITED", "warning", "%s %s" % (kind, entry["address"]),
+            "the kernel found %g Gb/s of PCIe bandwidth, limited by a %g GT/s x%d link at %s (capable of "
+            "%g Gb/s with %g GT/s x%d)" % (entry["available_gbps"], entry["speed_gts"], entry["width"], entry["at"],
+                                           entry["capable_gbps"], entry["cap_speed_gts"], entry["cap_width"]),
+            "Reseat the card or move it to a full-width slot; check the BIOS bifurcation and speed settings of "
+            "the port at %s." % entry["at"]))
+    on_path = {}
+    for device in sorted(targets):
+        for address in list(ancestors.get(device) or []) + [device]:
+            on_path.setdefault(address, "%s %s" % (targets[device], device))
+    for address in sorted(messages.get("aer") or {}):
+        if address not in on_path:
+            continue
+        counts = messages["aer"][address]
+        where = address if on_path[address].endswith(address) else "%s (above %s)" % (address, on_path[address])
+        uncorrected = counts["nonfatal"] + counts["fatal"]
+        if uncorrected:
+            problems.append(problem(
+                "PCIE_AER_UNCORRECTED", "error", "PCIe %s" % where,
+                "%d uncorrected PCIe error report(s) (%d fatal, %d non-fatal) in the kernel log" % (
+                    uncorrected, counts["fatal"], counts["nonfatal"]),
+                "Drain the node; reseat the device and its riser/cable, check `journalctl -k | grep -A3 AER` for "
+                "the error type; if it repeats after a reboot, replace the device or the riser."))
+        elif counts["corrected"]:
+            problems.append(problem(
+                "PCIE_AER_CORRECTED", "warning", "PCIe %s" % where,
+                "%d corrected PCIe error report(s) in the kernel log (the link replayed them)" % counts["corrected"],
+                "Watch the count (`journalctl -k | grep 'PCIe Bus Error'`); if it keeps growing, reseat the "
+                "device and its riser or cable and compare with `lspci -vvv` LnkSta."))
+    return problems
