@@ -25,6 +25,7 @@ import json
 
 from ansible_collections.ddp.cluster.plugins.module_utils import dcgm
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import fraction, problem
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import xid_info
 
 DEFAULT_MIN_RATIO = 0.90
 
@@ -198,8 +199,10 @@ def counter_findings(before, after):
         facts with ``ecc``, ``remapped_rows``, ``retired_pages``; ``xids``: Xid events in the kernel log).
     :param after: the same, read just after it.
     :returns: ``{"problems": [...], "nodes": {node: [codes]}}``. ``BURNIN_GPU_ERRORS``: an uncorrectable ECC count,
-        uncorrectable remapped rows or retired pages grew, a remap or retirement became pending, a row remap failed,
-        a new Xid was logged (error), or a GPU read before the stress was gone after it (error); the volatile
+        uncorrectable remapped rows or retired pages grew, a remap or retirement became pending, a row remap failed
+        (errors), a new Xid was logged (with the severity the Xid table gives it, ``gpu_system.xid_info``: an
+        application's Xid 13 or 31 is a warning, a memory or bus Xid an error), or a GPU read before the stress was
+        gone after it (error); the volatile
         correctable ECC count grew (warning: memory that corrects more errors under load than at rest is wearing;
         NVIDIA's dcgmi diag and gcm watch the same counters). Nodes without GPUs (no ``gpus`` on either side)
         give nothing; a node missing from ``after`` is the burn-in's own ``BURNIN_NOT_RUN``.
@@ -246,12 +249,14 @@ def counter_findings(before, after):
                 continue
             new_events[key] = new_events.get(key, 0) + 1
         for (pci, xid), count in sorted(new_events.items(), key=str):
+            meaning, severity = xid_info(xid)
             problems.append(problem(
-                "BURNIN_GPU_ERRORS", "error", "%s GPU %s" % (node, pci),
-                "%d new Xid %s event(s) in the kernel log during the burn-in" % (count, xid),
+                "BURNIN_GPU_ERRORS", severity, "%s GPU %s" % (node, pci),
+                "%d new Xid %s event(s) in the kernel log during the burn-in (%s)" % (count, xid, meaning),
                 "look the Xid up in NVIDIA's Xid catalog (docs/troubleshooting.md, GPU_XID); drain the node, reset "
                 "the GPU or reboot, and run the burn-in again; replace the GPU if it repeats"))
-            _add(nodes, node, "BURNIN_GPU_ERRORS")
+            if severity == "error":
+                _add(nodes, node, "BURNIN_GPU_ERRORS")
     return {"problems": problems, "nodes": nodes}
 
 

@@ -110,9 +110,10 @@ def diag_findings(per_node, level):
     """One verdict per node from what ``dcgmi diag -r <level>`` printed there.
 
     :param per_node: ``{node: registered}``, what the play registered for the command (``rc``, ``stdout``,
-        ``msg``); a node where ``dcgmi`` is not installed gives nothing (the command module could not start it:
-        no output, and ``msg`` "[Errno 2] No such file or directory: ..." before ansible-core 2.19, "Error executing
-        command." since).
+        ``msg``); a node where ``dcgmi`` is not installed gives nothing (no output, and exit status 127 from
+        coreutils ``timeout``, or the command module could not start it: ``msg`` "[Errno 2] No such file or
+        directory: ..." before ansible-core 2.19, "Error executing command." since). Exit status 124 (``timeout``
+        killed it) or a job that did not finish is ``DCGM_DIAG_NOT_RUN``.
     :param level: the ``-r`` level that ran, for the messages.
     :returns: ``{"problems": [...], "nodes": {node: [codes]}, "ran": [nodes]}``. ``DCGM_DIAG_FAIL`` (error): a test
         failed on some GPU, or the Deployment section reports an ``Error``. ``DCGM_DIAG_WARN`` (warning): a test
@@ -125,16 +126,19 @@ def diag_findings(per_node, level):
         if not isinstance(registered, dict) or registered.get("skipped"):
             continue
         stdout = registered.get("stdout") or ""
-        why = (registered.get("msg") or "") + (registered.get("stderr") or "")
-        if not stdout.strip() and not (registered.get("stderr") or "").strip() and (
-                "No such file or directory" in why or why.startswith("Error executing command")):
-            continue  # dcgmi is not installed: the command module could not start it
+        stderr = registered.get("stderr") or ""
+        why = (registered.get("msg") or "") + stderr
+        if not stdout.strip() and (registered.get("rc") == 127 or "No such file or directory" in why
+                                   or why.startswith("Error executing command")):
+            continue  # dcgmi is not installed: `timeout` (rc 127) or the command module could not start it
         try:
             parsed = parse_dcgmi_diag(stdout)
         except DcgmFormatError as exc:
             parsed, error = None, str(exc)
         else:
             error = None if parsed["tests"] or parsed["messages"] else "no test result in its output"
+        if registered.get("rc") == 124 or (registered.get("finished") == 0 and not stdout.strip()):
+            error = "it did not finish within its time limit (ddp_health_dcgm_timeout)"
         if error:
             detail = (stdout.strip().splitlines() or [why.strip() or "rc %s" % registered.get("rc")])[0]
             problems.append(problem(

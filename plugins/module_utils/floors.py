@@ -14,11 +14,13 @@ An explicit floor (``ddp_health_min_busbw_gbps``) wins; ``0`` turns the floor of
   outputs, tests/unit/fixtures/nccl). An untuned fabric falls below it: the 2-node H200 run with
   ``NCCL_IB_DISABLE=1`` (sockets on one NIC) reached 73 GB/s at 16 MiB, 0.18 of its 8 x 400 Gb/s.
 * **Sockets** (Gloo on CPU nodes, or nodes without RDMA): ``tcp_fraction`` x what the network carries: the fabric
-  interface's link speed (``/sys/class/net/<if>/speed``, on the slowest node), or, when the health stage measured
-  plain TCP between the nodes in the same run (``tcp_probe`` ``measure_mib``: each node sends to the next one of the
-  ring) and that is lower, the measured throughput (the upper median over the ring's links, so that one slow node,
-  which the floor is there to catch, does not lower it). A virtual link's speed is a nominal figure (veth reports
-  10 Gb/s whatever it carries); the measurement is not. Default 0.05, ours: Gloo's all-reduce is bound by the CPU
+  interface's link speed (``/sys/class/net/<if>/speed``, on the slowest node). Where that speed means nothing (a
+  virtual fabric interface, ``roce_health``'s ``fabric_virtual``: veth reports 10 Gb/s whatever it carries; or no
+  speed at all) and the health stage measured plain TCP between the nodes in the same run (``tcp_probe``
+  ``measure_mib``: each node sends to the next one of the ring), the measured throughput, when lower, is the base
+  instead (the upper median over the ring's links, so that one slow node, which the floor is there to catch, does not
+  lower it). A negotiated NIC speed is not replaced: one short stream over the probe's (management) addresses says
+  less about the fabric than the NIC does. Default 0.05, ours: Gloo's all-reduce is bound by the CPU
   long before the link on small hosts; the slowest healthy run measured here (6 local nodes on 2 shared cores,
   10 Gb/s veth) reached 0.12 GB/s, 0.10 of the link, and a port capped at 300 Mb/s (``tc tbf``) holds a ring below
   0.0375 GB/s, 0.03.
@@ -48,7 +50,7 @@ def node_capacity(roce):
         "eth0 10000 Mb/s"}`` (Gb/s).
     """
     out = {"rdma_gbps": None, "rdma_ports": 0, "rdma_port_gbps": None, "rdma": None, "ethernet_gbps": None,
-           "ethernet": None}
+           "ethernet": None, "virtual": False}
     if not isinstance(roce, dict):
         return out
     ports = [(d.get("name"), p) for d in roce.get("devices") or [] for p in d.get("ports") or []
@@ -62,6 +64,7 @@ def node_capacity(roce):
     if isinstance(speed, (int, float)) and not isinstance(speed, bool) and speed > 0:
         out["ethernet_gbps"] = speed / 1000.0
         out["ethernet"] = "%s %d Mb/s" % (roce.get("fabric_interface") or "?", speed)
+    out["virtual"] = roce.get("fabric_virtual") is True
     return out
 
 
@@ -91,9 +94,10 @@ def busbw_floor(per_node, explicit=None, rdma_fraction=RDMA_FRACTION, tcp_fracti
         nodes[node] = node_capacity(entry.get("roce"))
         gpus[node] = int(entry.get("gpus") or 0)
         tcp = entry.get("tcp_gbps")
-        if tcp is not None and (isinstance(tcp, bool) or not isinstance(tcp, (int, float)) or tcp <= 0):
-            raise ValueError("tcp_gbps of %s must be a positive number of GB/s, got %r" % (node, tcp))
-        nodes[node]["tcp_gbps"] = float(tcp) if tcp is not None else None
+        if tcp is not None and (isinstance(tcp, bool) or not isinstance(tcp, (int, float)) or tcp < 0):
+            raise ValueError("tcp_gbps of %s must be a number of GB/s >= 0, got %r" % (node, tcp))
+        # 0 (a transfer too slow to show at the probe's precision) counts as not measured
+        nodes[node]["tcp_gbps"] = float(tcp) if tcp else None
     out = {"floor_gbps": None, "source": "unknown", "why": "", "nodes": nodes}
     if explicit is not None:
         floor = float(explicit)
@@ -129,7 +133,7 @@ def busbw_floor(per_node, explicit=None, rdma_fraction=RDMA_FRACTION, tcp_fracti
     if not missing:
         slowest = min(nodes, key=lambda n: nodes[n]["ethernet_gbps"])
         line = nodes[slowest]["ethernet_gbps"] / 8.0
-        if tcp is None or line <= tcp:
+        if tcp is None or line <= tcp or not any(nodes[n]["virtual"] for n in nodes):
             out.update(floor_gbps=round(tcp_fraction * line, 4), source="ethernet",
                        why="%g x the %s link of %s, the slowest node, / 8 bits (sockets: %s)%s"
                        % (tcp_fraction, nodes[slowest]["ethernet"], slowest, sockets,
@@ -139,5 +143,6 @@ def busbw_floor(per_node, explicit=None, rdma_fraction=RDMA_FRACTION, tcp_fracti
                why="%g x %.4g GB/s, the plain TCP throughput measured between the nodes in this run (upper median of "
                    "%d ring links: %s)%s (sockets: %s)"
                % (tcp_fraction, tcp, len(measured), ", ".join("%.4g" % v for v in measured),
-                  "" if missing else ", below the %s link speed" % nodes[slowest]["ethernet"], sockets))
+                  "" if missing else ", below the nominal speed of the virtual %s link" % nodes[slowest]["ethernet"],
+                  sockets))
     return out

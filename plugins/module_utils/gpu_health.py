@@ -78,7 +78,8 @@ def build_facts(raw):
     ``--query-gpu`` with a header), ``pci_devices`` (sysfs dicts for ``classify_pci``, None if /sys was unreadable),
     ``pci_ancestors`` ({address: [bridges above it]}), ``smi_found``, ``smi_rc``, ``smi_out``
     (``-q -x`` XML), ``smi_err``, ``nvlink`` (``nvlink --status``), ``topo`` (``topo -m``),
-    ``kernel_log`` and ``kernel_log_source``, ``lsmod``, ``lspci_k``, ``lspci_vvv``,
+    ``kernel_log`` and ``kernel_log_source``, ``lsmod``, ``lspci_k``, ``lspci_vvv`` (``lspci_missing``: True
+    when the PCIe check wanted it and lspci is not installed),
     ``kernel_release``, ``modinfo_rc`` (``modinfo -k <release> nvidia``), ``dkms``.
     """
     facts = {
@@ -129,6 +130,8 @@ def build_facts(raw):
             facts["pcie_links"] = parse_lspci_links(raw["lspci_vvv"])
         except PcieFormatError as exc:
             facts["pcie_links_error"] = str(exc)
+    elif raw.get("lspci_missing"):
+        facts["pcie_links_error"] = "lspci is not installed (pciutils)"
     if raw.get("modinfo_rc") is not None:
         facts["module_for_kernel"] = raw["modinfo_rc"] == 0
     if raw.get("dkms"):
@@ -183,10 +186,11 @@ def _subject(gpu):
 # Product names as nvidia-smi prints them ("Product Name" / <product_name> / --query-gpu name), e.g.
 # "NVIDIA A100-SXM4-80GB" (telegraf and ml-engineering fixtures), "NVIDIA H100 80GB HBM3" (the SXM5 H100:
 # nvidia_gpu_exporter's capture shows its 18 NVLinks), "NVIDIA A100 80GB PCIe" (ml-engineering fixture); older boards print "A100-PCIE-40GB".
-# SXM/HGX modules (and Grace-Hopper/Blackwell superchips) have NVLink by design; "PCIe" and "NVL" boards
-# are PCIe cards whose NVLink, if any, needs a bridge.
+# SXM/HGX modules (and Grace-Hopper/Blackwell superchips) have NVLink by design; "PCIe" boards are PCIe cards
+# whose NVLink, if any, needs a bridge. "NVL" boards (H100 NVL, H200 NVL) are PCIe cards sold with NVLink bridges:
+# not known either way from the name (a missing bridge is a warning).
 _SXM_NAME = re.compile(r"SXM|HGX|\bH100 80GB HBM3\b|\bH100 SXM|\bH200\b(?! NVL)|\bGH200\b|\bB[23]00\b|\bGB[23]00\b")
-_PCIE_NAME = re.compile(r"PCI[eE]|\bNVL\b")
+_PCIE_NAME = re.compile(r"PCI[eE]")
 
 
 def form_factor(name):
@@ -287,7 +291,7 @@ def _driver_problems(facts, params, problems):
         "compatibility matrix), or pick a torch/CUDA build this driver supports." % min_driver))
 
 
-def _gpu_problems(gpu, params, problems):
+def _gpu_problems(gpu, params, problems, gpu_count=1):
     subject = _subject(gpu)
     if _param(params, "persistence_required") and gpu.get("persistence_mode") is False:
         problems.append(problem(
@@ -363,13 +367,18 @@ def _gpu_problems(gpu, params, problems):
             form = form_factor(gpu.get("name"))
             if form == "pcie":
                 return  # a PCIe card without an NVLink bridge: nothing is missing
+            # An SXM GPU alone on its node (a 1-GPU cloud VM or NVSwitch partition) has no peer to link to.
+            expected = form == "sxm" and gpu_count >= 2
             problems.append(problem(
-                "GPU_NVLINK_INACTIVE", "error" if form == "sxm" else "warning", subject,
-                "all NVLink links are inactive on an SXM/HGX GPU (%s): GPU-to-GPU traffic falls back to PCIe"
-                % gpu.get("name") if form == "sxm" else
-                "all NVLink links are inactive (%s: form factor not known from the name; normal for a PCIe card "
-                "without an NVLink bridge)" % (gpu.get("name") or "unnamed GPU"),
-                "On SXM/HGX boards: start nvidia-fabricmanager (NVSwitch systems), then reset the GPUs or reboot."))
+                "GPU_NVLINK_INACTIVE", "error" if expected else "warning", subject,
+                "all NVLink links are inactive on an SXM/HGX GPU (%s) of a %d-GPU node: GPU-to-GPU traffic falls "
+                "back to PCIe" % (gpu.get("name"), gpu_count) if expected else
+                "all NVLink links are inactive (%s; %s)" % (
+                    gpu.get("name") or "unnamed GPU",
+                    "the only GPU of the node" if form == "sxm" else
+                    "form factor not known from the name; normal for a PCIe card without an NVLink bridge"),
+                "On SXM/HGX boards: start nvidia-fabricmanager (NVSwitch systems), then reset the GPUs or reboot; "
+                "on NVL boards check the NVLink bridges."))
         elif down:
             problems.append(problem(
                 "GPU_NVLINK_INACTIVE", "error", subject,
@@ -453,7 +462,7 @@ def diagnose(facts, params=None):
 
     _driver_problems(facts, params, problems)
     for gpu in gpus:
-        _gpu_problems(gpu, params, problems)
+        _gpu_problems(gpu, params, problems, len(gpus))
 
     if _param(params, "check_xid"):
         if facts.get("kernel_log_unreadable"):
@@ -491,7 +500,13 @@ def _pcie_path_problems(facts, gpus, problems):
             "the PCIe links above the GPUs and HCAs were not checked: %s" % facts["pcie_links_error"],
             "Run the check as root on a node with pciutils (`lspci -vvv -D`)."))
     elif facts.get("pcie_links") is not None:
+        if not any(a in facts["pcie_links"] for a in targets):
+            problems.append(problem(
+                "PCIE_LINKS_UNREADABLE", "info", "node",
+                "the PCIe links above the GPUs and HCAs were not checked: `lspci -vvv` shows no link capability "
+                "for them (run as a user who cannot read the PCI configuration space: `Capabilities: <access denied>`)",
+                "Run the check as root (become: true)."))
         busy = [g["bus_id"] for g in gpus if g.get("bus_id") and not _idle(g)]
         problems.extend(link_problems(targets, ancestors, facts["pcie_links"], busy))
     if facts.get("pcie_kernel") is not None:
-        problems.extend(kernel_problems(targets, ancestors, facts["pcie_kernel"]))
+        problems.extend(kernel_problems(targets, ancestors, facts["pcie_kernel"], facts.get("pcie_links")))

@@ -187,6 +187,8 @@ def collect_gpu(runner, params, pci_root=PCI_ROOT, timeout_s=COMMAND_TIMEOUT_S):
         rc, out, _err = run_timed(runner, [lsmod], timeout_s)
         raw["lsmod"] = out if rc == 0 else None
     lspci = runner.get_bin_path("lspci")
+    if not lspci and params["pcie_check"]:
+        raw["lspci_missing"] = True
     if lspci:
         rc, out, _err = run_timed(runner, [lspci, "-k", "-D", "-d", "10de:"], timeout_s)
         raw["lspci_k"] = out if rc == 0 else None
@@ -266,6 +268,15 @@ def read_link_speed(sysfs_root, ifname):
     return speed if speed > 0 else None
 
 
+def is_virtual_interface(sysfs_root, ifname):
+    """True when ``ifname`` has no device behind it (``/sys/class/net/<if>/device`` absent: veth, bridge, bond, tun),
+    so that its ``speed`` is a nominal figure, not a negotiated link; None when the interface is not in sysfs."""
+    base = os.path.join(sysfs_root, "class", "net", ifname)
+    if not os.path.isdir(base):
+        return None
+    return not os.path.exists(os.path.join(base, "device"))
+
+
 def _run(runner, argv):
     """Run a command in the C locale; (rc, stdout)."""
     rc, out, _err = runner.run_command(argv, environ_update=C_LOCALE)
@@ -340,4 +351,5 @@ def gather_roce(runner, params):
                     fabric_ipv4 = fabric_ipv4 or gid["ipv4"]
     return {"ports": ports, "mellanox_nics": nics, "interfaces": interfaces, "qos": qos,
             "fabric_interface": fabric, "fabric_ipv4": fabric_ipv4,
-            "fabric_speed_mbps": (interfaces.get(fabric) or {}).get("speed_mbps") if fabric else None}
+            "fabric_speed_mbps": (interfaces.get(fabric) or {}).get("speed_mbps") if fabric else None,
+            "fabric_virtual": is_virtual_interface(root, fabric) if fabric else None}

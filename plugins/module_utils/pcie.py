@@ -30,13 +30,14 @@ import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
 
-_HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(\S.*)$")
+# Domains are 4 hex digits, or more behind an Intel VMD controller (10000:e0:1d.0).
+_HEADER = re.compile(r"^((?:[0-9a-fA-F]{4,}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(\S.*)$")
 _EXPRESS = re.compile(r"Express (?:\(v\d+\) )?(Root Port|Downstream Port|Upstream Port|Legacy Endpoint|"
                       r"Root Complex Integrated Endpoint|Endpoint|PCI-Express to PCI/PCI-X Bridge|"
                       r"PCI/PCI-X to PCI-Express Bridge)")
 _SPEED = re.compile(r"Speed (?:([0-9.]+)GT/s|unknown)")
 _WIDTH = re.compile(r"Width x(\d+)")
-_ADDR = r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
+_ADDR = r"(?<![0-9a-fA-F:])[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
 _LIMITED = re.compile(
     r"(?P<address>%s): (?P<available>[0-9.]+) Gb/s available PCIe bandwidth, limited by "
     r"(?P<speed>[0-9.]+) GT/s(?: PCIe)? x(?P<width>\d+) link at (?P<at>%s) \(capable of "
@@ -76,12 +77,14 @@ def parse_lspci_links(text):
     for raw in text.splitlines():
         if not raw.strip():
             continue
-        match = _HEADER.match(raw)
-        if match and not raw[0].isspace():
-            headers += 1
-            current = {"address": _full(match.group(1)), "description": match.group(2), "port_type": None,
-                       "cap_speed_gts": None, "cap_width": None, "speed_gts": None, "width": None, "_cap": False}
-            out[current["address"]] = current
+        if not raw[0].isspace():
+            match = _HEADER.match(raw)
+            current = None  # a line that is not indented ends the block, header or not
+            if match:
+                headers += 1
+                current = {"address": _full(match.group(1)), "description": match.group(2), "port_type": None,
+                           "cap_speed_gts": None, "cap_width": None, "speed_gts": None, "width": None, "_cap": False}
+                out[current["address"]] = current
             continue
         if current is None:
             continue
@@ -222,16 +225,18 @@ def parse_kernel_pcie(text):
     return {"limited": limited, "aer": aer}
 
 
-def kernel_problems(targets, ancestors, messages):
+def kernel_problems(targets, ancestors, messages, links=None):
     """``PCIE_BANDWIDTH_LIMITED`` and ``PCIE_AER_*`` problems for GPUs, HCAs and the bridges above them.
 
     :param targets: ``{address: kind}`` (``'GPU'`` / ``'HCA'``).
     :param ancestors: ``{address: [bridges above it]}``.
     :param messages: :func:`parse_kernel_pcie` output.
+    :param links: :func:`parse_lspci_links` output, when lspci ran: a "limited by" link that runs at what the port
+        named after "link at" can do is the platform's limit (a Gen5 NIC in a Gen4 server), not a fault.
 
-    The kernel prints "limited by" when it enumerates a device. GPUs are enumerated at 2.5 GT/s and
-    raise their speed once the driver loads, so for a GPU only a width below its capability counts;
-    for an HCA, speed too. AER reports from any device on a GPU's or HCA's path count: uncorrected
+    The kernel prints "limited by" when it enumerates a device, against the device's own capability. GPUs are
+    enumerated at 2.5 GT/s and raise their speed once the driver loads, so for a GPU only a width below its
+    capability counts; for an HCA, speed too. AER reports from any device on a GPU's or HCA's path count: uncorrected
     (non-fatal or fatal) ones are an ``error`` (the transaction was lost; the driver may have reset
     the device), corrected ones a ``warning`` (the link layer replayed; a growing count predicts a
     failing link).
@@ -241,8 +246,11 @@ def kernel_problems(targets, ancestors, messages):
         kind = targets.get(entry["address"])
         if kind is None:
             continue
-        narrower = entry["width"] < entry["cap_width"]
-        slower = entry["speed_gts"] < entry["cap_speed_gts"]
+        port = (links or {}).get(entry["at"]) or {}
+        width_can = min(w for w in (entry["cap_width"], port.get("cap_width")) if w)
+        speed_can = min(v for v in (entry["cap_speed_gts"], port.get("cap_speed_gts")) if v)
+        narrower = entry["width"] < width_can
+        slower = entry["speed_gts"] < speed_can
         if not narrower and not (slower and kind == "HCA"):
             continue
         problems.append(problem(

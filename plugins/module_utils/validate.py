@@ -109,6 +109,7 @@ CLUSTER_OPTIONS = {
     "ddp_health_burnin_size": {"type": "int", "min": 0, "max": 65536},
     "ddp_health_burnin_min_ratio": {"type": "float", "min": 0.01, "max": 1},
     "ddp_health_dcgm_level": {"type": "int", "min": 0, "max": 4},
+    "ddp_health_dcgm_timeout": {"type": "int", "min": 10, "max": 86400},
     "ddp_health_tcp_measure_mib": {"type": "int", "min": 0, "max": 4096},
     "ddp_health_pairwise": {"type": "str", "choices": ["auto", "always", "never"]},
     "ddp_health_pair_min_ratio": {"type": "float", "min": 0.01, "max": 1},

@@ -43,6 +43,8 @@ options:
       - The all-reduce script torchrun runs with O(mode=torch), an absolute path on the node. Not set,
         C(<python_env>/share/ddp-cluster/ddp_nccl_allreduce.py), where the C(pytorch_env) role installs it.
       - A missing file is C(NCCL_RUN_FAILED), and nothing runs.
+      - The script imports C(ddp_dist.py) from its own folder, else from C(<python_env>/share/ddp-cluster)
+        (where C(pytorch_env) installs it), so a copy elsewhere needs that environment, or C(ddp_dist.py) beside it.
     type: path
   rdzv_endpoint:
     description:

@@ -151,6 +151,14 @@ fabric_speed_mbps:
   returned: always
   type: int
   sample: 100000
+fabric_virtual:
+  description:
+    - True when the fabric interface has no device behind it (no C(/sys/class/net/<if>/device) - a veth, bridge, bond
+      or tunnel), so its speed is nominal; null when there is no fabric interface.
+    - The health stage then bounds its sockets floor by plain TCP measured between the nodes (C(plugins/module_utils/floors.py)).
+  returned: always
+  type: bool
+  sample: false
 qos:
   description: Parsed C(mlnx_qos -i) per RoCE netdev, where it ran.
   returned: always
@@ -226,6 +234,7 @@ def main():
                  fabric_interface=facts["fabric_interface"],
                  fabric_ipv4=facts["fabric_ipv4"],
                  fabric_speed_mbps=facts["fabric_speed_mbps"],
+                 fabric_virtual=facts.get("fabric_virtual"),
                  qos=facts["qos"])
     if should_fail(problems, params["fail_on"]):
         module.fail_json(msg=summary(res["problems"]), changed=False, **res)

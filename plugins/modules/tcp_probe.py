@@ -328,8 +328,9 @@ def _accept_peers(server, expected, deadline, seen, lock, bulk_expected=0, drain
             seen.append(text[len(GREETING):] if text.startswith(GREETING) else addr[0])
 
 
-def _probe_peer(me, peer, port, attempt_timeout, deadline, out, index):
-    """I/O edge: connect to one peer until it answers, a final verdict comes, or the deadline passes."""
+def _probe_peer(me, peer, port, attempt_timeout, deadline, out, index, measure_bytes=0):
+    """I/O edge: connect to one peer until it answers, a final verdict comes, or the deadline passes; then, with
+    ``measure_bytes``, time a transfer of that many bytes to it (at once, not after the other peers)."""
     start = time.time()
     attempts = 0
     while True:
@@ -341,8 +342,15 @@ def _probe_peer(me, peer, port, attempt_timeout, deadline, out, index):
         if verdict["verdict"] not in _RETRY or deadline - time.time() < 0.3:
             break
         time.sleep(0.2)
-    out[index] = dict(src=me, dst=peer["name"], host=peer["host"], address=address, attempts=attempts,
-                      elapsed_s=round(time.time() - start, 3), **verdict)
+    entry = dict(src=me, dst=peer["name"], host=peer["host"], address=address, attempts=attempts,
+                 elapsed_s=round(time.time() - start, 3), **verdict)
+    if measure_bytes:
+        if verdict["verdict"] == "open":
+            gbps, error = measure(me, peer["host"], port, measure_bytes, deadline)
+        else:
+            gbps, error = None, "not reached"
+        entry.update(throughput_gbps=gbps, throughput_bytes=measure_bytes, throughput_error=error)
+    out[index] = entry
 
 
 def measure(me, host, port, nbytes, deadline):
@@ -371,7 +379,7 @@ def measure(me, host, port, nbytes, deadline):
                 return None, "the peer closed the connection before acknowledging"
             ack += chunk
         elapsed = time.time() - start
-        return round(nbytes / max(elapsed, 1e-6) / 1e9, 4), None
+        return round(nbytes / max(elapsed, 1e-6) / 1e9, 6), None
     except socket.timeout:
         return None, "timed out"
     except OSError as exc:
@@ -398,19 +406,14 @@ def mesh(me, peers, port, attempt_timeout, window, bind_address, measure_bytes=0
     listener.daemon = True
     listener.start()
     pairs = [None] * len(peers)
-    workers = [threading.Thread(target=_probe_peer, args=(me, peer, port, attempt_timeout, deadline, pairs, i))
+    workers = [threading.Thread(target=_probe_peer, args=(me, peer, port, attempt_timeout, deadline, pairs, i,
+                                                          measure_bytes if i == 0 else 0))
                for i, peer in enumerate(peers)]
     for worker in workers:
         worker.daemon = True
         worker.start()
     for worker in workers:
         worker.join(max(0.0, deadline - time.time()) + attempt_timeout + 1)
-    if measure_bytes and peers and pairs[0] is not None:
-        if pairs[0]["verdict"] == "open":
-            gbps, error = measure(me, peers[0]["host"], port, measure_bytes, deadline)
-        else:
-            gbps, error = None, "not reached"
-        pairs[0].update(throughput_gbps=gbps, throughput_bytes=measure_bytes, throughput_error=error)
     listener.join(max(0.0, deadline - time.time()) + 1)
     with lock:
         pending = list(drains)
@@ -421,6 +424,8 @@ def mesh(me, peers, port, attempt_timeout, window, bind_address, measure_bytes=0
         if pairs[i] is None:
             pairs[i] = dict(src=me, dst=peer["name"], host=peer["host"], address=None, attempts=0, elapsed_s=window,
                             **classify_connect(None, timed_out=True))
+            if i == 0 and measure_bytes:
+                pairs[i].update(throughput_gbps=None, throughput_bytes=measure_bytes, throughput_error="not reached")
     with lock:
         got = sorted(set(seen))
     return pairs, got, sorted(expected - set(got))

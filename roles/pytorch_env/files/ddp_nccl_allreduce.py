@@ -26,7 +26,11 @@ import socket
 import sys
 import time
 
-from ddp_dist import all_gather_objects, write_json_atomic  # beside this file (pytorch_env installs both)
+try:  # beside this file (pytorch_env installs both in <env>/share/ddp-cluster)
+    from ddp_dist import all_gather_objects, write_json_atomic
+except ImportError:  # a copy elsewhere (nccl_health's script option) still runs with the environment's Python
+    sys.path.append(os.path.join(sys.prefix, "share", "ddp-cluster"))
+    from ddp_dist import all_gather_objects, write_json_atomic
 
 PROG = "ddp_nccl_allreduce.py"
 

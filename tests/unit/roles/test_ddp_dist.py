@@ -20,7 +20,8 @@ def test_both_programs_use_the_one_copy():
         folder = "ddp_benchmark" if name == "ddp_bench.py" else "pytorch_env"
         with open(os.path.join(ROOT, "roles", folder, "files", name)) as handle:
             source = handle.read()
-        assert "from ddp_dist import all_gather_objects, write_json_atomic" in source
+        assert "    from ddp_dist import all_gather_objects, write_json_atomic" in source or \
+            "\nfrom ddp_dist import all_gather_objects, write_json_atomic" in source
         assert "def all_gather_objects" not in source and "def write_json_atomic" not in source
 
 

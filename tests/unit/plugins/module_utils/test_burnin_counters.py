@@ -74,8 +74,15 @@ def test_new_xid_during_the_burn_in():
     before = reading(XID63_Q, "text", kernel_log="")
     after = reading(XID63_Q, "text", kernel_log=fixture(XID63_LOG))
     result = counter_findings({"n1": before}, {"n1": after})
-    assert [(p["code"], p["subject"]) for p in result["problems"]] == [("BURNIN_GPU_ERRORS", "n1 GPU 0000:10:1c")]
-    assert "1 new Xid 63 event(s)" in result["problems"][0]["message"]
+    # Xid 63 (a row remap recorded) has the severity the Xid table gives it: a warning, the node stays
+    assert [(p["code"], p["severity"], p["subject"]) for p in result["problems"]] == [
+        ("BURNIN_GPU_ERRORS", "warning", "n1 GPU 0000:10:1c")]
+    assert "1 new Xid 63 event(s)" in result["problems"][0]["message"] and result["nodes"] == {}
+    # derived: the same log line as Xid 79 (fallen off the bus): an error, the node is removed
+    fell = reading(XID63_Q, "text", kernel_log=fixture(XID63_LOG).replace("): 63, ", "): 79, "))
+    assert fell["xids"][0]["xid"] == 79
+    result = counter_findings({"n1": before}, {"n1": fell})
+    assert [(p["severity"]) for p in result["problems"]] == ["error"] and result["nodes"] == {"n1": ["BURNIN_GPU_ERRORS"]}
     # the same Xid already in the log before the stress is not new
     assert counter_findings({"n1": after}, {"n1": after})["problems"] == []
 

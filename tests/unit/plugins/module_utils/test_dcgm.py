@@ -66,11 +66,17 @@ def test_not_installed_and_not_run():
         "a": {"rc": 2, "cmd": "dcgmi diag -r 2", "msg": "[Errno 2] No such file or directory: b'dcgmi'", "stdout": ""},
         "b": {"rc": 255, "stdout": "Error: unable to establish a connection to the specified host: localhost\n"},
         "c": {"skipped": True},
+        # coreutils timeout could not start it (what the play runs: timeout -k 10 <s> dcgmi diag -r 2)
+        "e": {"rc": 127, "stdout": "", "stderr": "timeout: failed to run command 'dcgmi': No such file or directory"},
+        # killed at the time limit
+        "f": {"rc": 124, "stdout": "", "stderr": "", "finished": 1},
         # what ansible-core 2.19 registers for a command it cannot start (ddp-mol1, no DCGM), failed_when: false
         "d": {"changed": False, "cmd": "dcgmi diag -r 2", "failed": False, "failed_when_result": False,
               "failed_when_suppressed_exception": "(traceback unavailable)", "msg": "Error executing command.",
               "rc": 2, "stderr": "", "stderr_lines": [], "stdout": "", "stdout_lines": []},
     }
     found = diag_findings(per_node, 2)
-    assert [(p["code"], p["severity"], p["subject"]) for p in found["problems"]] == [("DCGM_DIAG_NOT_RUN", "warning", "b")]
+    assert [(p["code"], p["severity"], p["subject"]) for p in found["problems"]] == [
+        ("DCGM_DIAG_NOT_RUN", "warning", "b"), ("DCGM_DIAG_NOT_RUN", "warning", "f")]
+    assert "did not finish within its time limit" in found["problems"][1]["message"]
     assert found["ran"] == []

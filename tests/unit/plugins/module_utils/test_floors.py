@@ -106,18 +106,27 @@ def test_the_rdma_fraction_passes_healthy_clusters_and_fails_an_untuned_one():
     assert untuned < floor(400, 8) == 100.0
 
 
-def test_measured_tcp_below_the_link_speed_sets_the_socket_floor():
+# derived: the ddp-mol1 result with the fabric_virtual flag roce_health now adds (eth0 there is a veth: no device)
+VIRTUAL = dict(VETH, fabric_virtual=True)
+
+
+def test_measured_tcp_below_a_virtual_link_speed_sets_the_socket_floor():
     # veth reports 10 Gb/s (1.25 GB/s); plain TCP between the nodes carried less in this run
-    nodes = {"a": {"gpus": 0, "roce": VETH, "tcp_gbps": 0.9}, "b": {"gpus": 0, "roce": VETH, "tcp_gbps": 1.1},
-             "c": {"gpus": 0, "roce": VETH, "tcp_gbps": 0.03}}  # c's egress is throttled
+    nodes = {"a": {"gpus": 0, "roce": VIRTUAL, "tcp_gbps": 0.9}, "b": {"gpus": 0, "roce": VIRTUAL, "tcp_gbps": 1.1},
+             "c": {"gpus": 0, "roce": VIRTUAL, "tcp_gbps": 0.03}}  # c's egress is throttled
     out = floors.busbw_floor(nodes)
     # the upper median of the three ring links (0.03, 0.9, 1.1): the slow node does not lower the floor
     assert (out["source"], out["floor_gbps"]) == ("tcp", round(0.05 * 0.9, 4))
-    assert "upper median of 3 ring links: 0.03, 0.9, 1.1" in out["why"] and "below the eth0 10000 Mb/s link" in out["why"]
+    assert "upper median of 3 ring links: 0.03, 0.9, 1.1" in out["why"]
+    assert "below the nominal speed of the virtual eth0 10000 Mb/s link" in out["why"]
+    # a NIC's negotiated speed is not replaced by the measurement (the probe may have gone over another network)
+    real = dict((n, dict(e, roce=VETH)) for n, e in nodes.items())
+    out = floors.busbw_floor(real)
+    assert (out["source"], out["floor_gbps"]) == ("ethernet", 0.0625) and "carried 0.9 GB/s" in out["why"]
 
 
 def test_measured_tcp_above_the_link_speed_leaves_the_link_floor():
-    nodes = {"a": {"gpus": 0, "roce": VETH, "tcp_gbps": 2.5}, "b": {"gpus": 0, "roce": VETH, "tcp_gbps": 2.1}}
+    nodes = {"a": {"gpus": 0, "roce": VIRTUAL, "tcp_gbps": 2.5}, "b": {"gpus": 0, "roce": VIRTUAL, "tcp_gbps": 2.1}}
     out = floors.busbw_floor(nodes)
     assert (out["source"], out["floor_gbps"]) == ("ethernet", 0.0625)
     assert out["why"].endswith("; plain TCP between the nodes carried 2.5 GB/s")
@@ -129,7 +138,11 @@ def test_measured_tcp_without_a_link_speed_and_partial_measurements():
                               "b": {"gpus": 0, "roce": no_speed, "tcp_gbps": 0.6}})
     assert (out["source"], out["floor_gbps"]) == ("tcp", 0.04)  # upper median of 0.6, 0.8
     # a node whose transfer failed leaves the measurement out: the link speed decides
-    out = floors.busbw_floor({"a": {"gpus": 0, "roce": VETH, "tcp_gbps": 0.8}, "b": {"gpus": 0, "roce": VETH}})
+    out = floors.busbw_floor({"a": {"gpus": 0, "roce": VIRTUAL, "tcp_gbps": 0.8}, "b": {"gpus": 0, "roce": VIRTUAL}})
     assert out["source"] == "ethernet" and "carried" not in out["why"]
-    with pytest.raises(ValueError, match="tcp_gbps of a must be a positive number"):
+    # 0.0: a transfer too slow for the probe's precision counts as not measured
+    out = floors.busbw_floor({"a": {"gpus": 0, "roce": VIRTUAL, "tcp_gbps": 0.8},
+                              "b": {"gpus": 0, "roce": VIRTUAL, "tcp_gbps": 0.0}})
+    assert out["source"] == "ethernet"
+    with pytest.raises(ValueError, match="tcp_gbps of a must be a number"):
         floors.busbw_floor({"a": {"gpus": 0, "roce": VETH, "tcp_gbps": "fast"}})

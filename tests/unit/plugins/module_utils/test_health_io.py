@@ -62,3 +62,16 @@ def test_no_deadline():
     runner = health_io.CommandRunner()
     assert runner.remaining() is None
     assert runner.run_command(["true"])[0] == 0
+
+
+def test_is_virtual_interface(tmp_path):
+    is_virtual_interface = health_io.is_virtual_interface
+    assert is_virtual_interface("/sys", "lo") is True  # this machine's loopback: no device behind it
+    nic = tmp_path / "class" / "net" / "ens1f0"
+    nic.mkdir(parents=True)
+    (tmp_path / "pci0000:00").mkdir()
+    os.symlink(str(tmp_path / "pci0000:00"), str(nic / "device"))
+    (tmp_path / "class" / "net" / "veth0").mkdir()
+    assert is_virtual_interface(str(tmp_path), "ens1f0") is False
+    assert is_virtual_interface(str(tmp_path), "veth0") is True
+    assert is_virtual_interface(str(tmp_path), "absent0") is None

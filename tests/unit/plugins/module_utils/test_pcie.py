@@ -228,3 +228,37 @@ def test_limited_by_old_kernel_format_on_a_connectx():
     assert messages["limited"][0]["speed_gts"] == 8.0 and messages["limited"][0]["cap_width"] == 16
     assert codes(kernel_problems({"0000:b3:00.1": "HCA"}, {}, messages)) == [
         ("PCIE_BANDWIDTH_LIMITED", "warning", "HCA 0000:b3:00.1")]
+
+
+def test_vmd_domains_are_their_own_blocks():
+    # derived: the fixture's NVMe block renumbered into an Intel VMD domain (5 hex digits) after the ConnectX-7
+    text = fixture(H100_SWITCH)
+    nvme = text[text.index("4b:00.0 "):text.index("\n\n", text.index("4b:00.0 ")) + 1]
+    links = parse_lspci_links(text + "\n" + nvme.replace("4b:00.0 ", "10000:e1:00.0 ", 1))
+    assert links["10000:e1:00.0"]["cap_speed_gts"] == 16.0
+    assert links[HCA]["port_type"] == "Endpoint" and links[HCA]["cap_speed_gts"] == 32.0  # not overwritten
+    # and the kernel's lines of a VMD device are not read as the 4-digit domain's
+    line = "pcieport 10000:e0:1d.0: AER: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)"
+    assert parse_kernel_pcie(line)["aer"] == {"10000:e0:1d.0": {"corrected": 1, "nonfatal": 0, "fatal": 0}}
+
+
+def test_limited_by_the_platform_is_not_a_fault():
+    # derived: the ConnectX line of the l2fwd-nv fixture, the port at 0000:b2:00.0 being a Gen3 x8 slot per lspci:
+    # the link runs at what the slot can do (a faster NIC in a slower server), which is not a fault
+    messages = parse_kernel_pcie(fixture("dmesg_pcie_bw_limited_mlx5_oldformat__l2fwd-nv-6.txt"))
+    slot = {"0000:b2:00.0": {"description": "PCI bridge", "port_type": "Root Port", "cap_speed_gts": 8.0,
+                             "cap_width": 8, "speed_gts": 8.0, "width": 8}}
+    assert kernel_problems({"0000:b3:00.1": "HCA"}, {}, messages, slot) == []
+    slot["0000:b2:00.0"]["cap_width"] = 16  # the slot can do x16: the x8 link is a fault again
+    assert codes(kernel_problems({"0000:b3:00.1": "HCA"}, {}, messages, slot)) == [
+        ("PCIE_BANDWIDTH_LIMITED", "warning", "HCA 0000:b3:00.1")]
+
+
+def test_gpu_health_says_when_the_links_cannot_be_read():
+    gpu = {"address": GPU, "vendor": "0x10de", "device": "0x2330", "class": "0x030200"}
+    # lspci -vvv as a normal user: headers, "Capabilities: <access denied>", no LnkCap
+    denied = "4c:00.0 3D controller: NVIDIA Corporation Device 2330 (rev a1)\n\tCapabilities: <access denied>\n"
+    for raw in ({"pci_devices": [gpu], "smi_found": False, "lspci_vvv": denied},
+                {"pci_devices": [gpu], "smi_found": False, "lspci_missing": True}):
+        found = [(p["code"], p["severity"]) for p in diagnose(build_facts(raw)) if p["code"].startswith("PCIE_")]
+        assert found == [("PCIE_LINKS_UNREADABLE", "info")], raw

@@ -91,7 +91,8 @@ def test_a100_through_the_edge(monkeypatch, capsys):
     assert result["driver_version"] == "535.54.03" and result["cuda_version"] == "12.2"
     assert result["gpus"][0]["bus_id"] == "0000:01:00.0" and result["kernel_log_source"] == "journalctl"
     assert result["topology"]["matrix"]["GPU0"]["GPU1"] == "NV12"
-    assert sorted(p["code"] for p in result["problems"]) == ["GPU_PERSISTENCE_OFF", "GPU_XID"]
+    # the faked lspci -vvv shows the bridge's ACS line but no link capability: the path links are said unchecked
+    assert sorted(p["code"] for p in result["problems"]) == ["GPU_PERSISTENCE_OFF", "GPU_XID", "PCIE_LINKS_UNREADABLE"]
     assert all(env == {"LC_ALL": "C", "LANG": "C"} for _args, env in calls)
     assert all(args[0] == "/usr/bin/timeout" for args, _env in calls)
 
@@ -106,7 +107,8 @@ def test_driver_not_loaded_fails(monkeypatch, capsys):
     fake_tools(monkeypatch, ["nvidia-smi", "modinfo", "dkms"], outputs, [])
     result = run_main(capsys, {"check_xid": False})
     assert result["failed"] is True
-    assert [p["code"] for p in result["problems"]] == ["GPU_NO_MODULE_FOR_KERNEL"]
+    # lspci is not among the faked tools: the PCIe path check says it could not run (info)
+    assert [p["code"] for p in result["problems"]] == ["GPU_NO_MODULE_FOR_KERNEL", "PCIE_LINKS_UNREADABLE"]
     assert result["nvidia_smi"]["failure"]["kind"] == "driver_not_loaded"
 
 
@@ -117,7 +119,9 @@ def test_kernel_log_unreadable_is_info(monkeypatch, capsys):
     fake_tools(monkeypatch, ["nvidia-smi", "dmesg"], outputs, [])
     result = run_main(capsys, {"persistence_required": False})
     assert not result.get("failed")
-    assert [(p["code"], p["severity"]) for p in result["problems"]] == [("GPU_XID_LOG_UNREADABLE", "info")]
+    assert [(p["code"], p["severity"]) for p in result["problems"]] == [("GPU_XID_LOG_UNREADABLE", "info"),
+                                                                        ("PCIE_LINKS_UNREADABLE", "info")]
+    assert "lspci is not installed (pciutils)" in result["problems"][1]["message"]
 
 
 def test_bad_min_driver(monkeypatch, capsys):
