@@ -90,11 +90,12 @@ def probe_not_called(text):
 
 # ---------------------------------------------------------------- lspci
 
-_LSPCI_HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.*)$")
+# Domains are 4 hex digits, or more behind an Intel VMD controller (10000:e0:1d.0).
+_LSPCI_HEADER = re.compile(r"^((?:[0-9a-fA-F]{4,}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.*)$")
 _ACS_FLAG = re.compile(r"([A-Za-z]+)([+-])")
 
 
-def _lspci_blocks(text):
+def lspci_blocks(text):
     """Yield ``(address or None, description, [indented lines])`` per device."""
     address, description, lines = None, None, []
     for raw in (text or "").splitlines():
@@ -127,7 +128,7 @@ def parse_lspci_acs(text):
     device header give entries with address None.
     """
     out = []
-    for address, description, lines in _lspci_blocks(text):
+    for address, description, lines in lspci_blocks(text):
         for line in lines:
             if "ACSCtl:" not in line:
                 continue
@@ -140,7 +141,7 @@ def parse_lspci_acs(text):
 def parse_lspci_k(text):
     """``lspci -k [-D] [-nn]`` -> list of ``{address, description, driver, modules}``."""
     out = []
-    for address, description, lines in _lspci_blocks(text):
+    for address, description, lines in lspci_blocks(text):
         if address is None:
             continue
         entry = {"address": address, "description": description, "driver": None, "modules": []}

@@ -29,9 +29,8 @@ from __future__ import annotations
 import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import lspci_blocks
 
-# Domains are 4 hex digits, or more behind an Intel VMD controller (10000:e0:1d.0).
-_HEADER = re.compile(r"^((?:[0-9a-fA-F]{4,}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(\S.*)$")
 _EXPRESS = re.compile(r"Express (?:\(v\d+\) )?(Root Port|Downstream Port|Upstream Port|Legacy Endpoint|"
                       r"Root Complex Integrated Endpoint|Endpoint|PCI-Express to PCI/PCI-X Bridge|"
                       r"PCI/PCI-X to PCI-Express Bridge)")
@@ -54,11 +53,6 @@ class PcieFormatError(ValueError):
     """The text given to a parser is not the output it reads (raised, never turned into rows)."""
 
 
-def _full(address):
-    address = address.lower()
-    return address if len(address) > 7 else "0000:" + address
-
-
 def parse_lspci_links(text):
     """``lspci -vvv [-D]`` -> ``{address: {description, port_type, cap_speed_gts, cap_width, speed_gts, width}}``.
 
@@ -71,42 +65,31 @@ def parse_lspci_links(text):
     """
     if not (text or "").strip():
         return {}
-    out = {}
+    links = {}
     headers = 0
-    current = None
-    for raw in text.splitlines():
-        if not raw.strip():
+    for address, description, lines in lspci_blocks(text):
+        if address is None:
             continue
-        if not raw[0].isspace():
-            match = _HEADER.match(raw)
-            current = None  # a line that is not indented ends the block, header or not
-            if match:
-                headers += 1
-                current = {"address": _full(match.group(1)), "description": match.group(2), "port_type": None,
-                           "cap_speed_gts": None, "cap_width": None, "speed_gts": None, "width": None, "_cap": False}
-                out[current["address"]] = current
-            continue
-        if current is None:
-            continue
-        line = raw.strip()
-        if line.startswith("Capabilities:"):
-            express = _EXPRESS.search(line)
-            if express:
-                current["port_type"] = express.group(1)
-        elif line.startswith("LnkCap:"):
-            current["_cap"] = True
-            current["cap_speed_gts"], current["cap_width"] = _speed_width(line)
-        elif line.startswith("LnkSta:"):
-            current["speed_gts"], current["width"] = _speed_width(line)
+        headers += 1
+        entry = {"description": description, "port_type": None, "cap_speed_gts": None, "cap_width": None,
+                 "speed_gts": None, "width": None}
+        has_cap = False
+        for line in lines:
+            if line.startswith("Capabilities:"):
+                express = _EXPRESS.search(line)
+                if express:
+                    entry["port_type"] = express.group(1)
+            elif line.startswith("LnkCap:"):
+                has_cap = True
+                entry["cap_speed_gts"], entry["cap_width"] = _speed_width(line)
+            elif line.startswith("LnkSta:"):
+                entry["speed_gts"], entry["width"] = _speed_width(line)
+        if has_cap:
+            links[address] = entry
     if not headers:
         raise PcieFormatError(
             "not `lspci -vvv` output: no device header line such as '0000:41:00.0 3D controller: ...' "
             "(first line: %r)" % text.strip().splitlines()[0][:80])
-    links = {}
-    for address, entry in out.items():
-        if entry.pop("_cap"):
-            entry.pop("address")
-            links[address] = entry
     return links
 
 
