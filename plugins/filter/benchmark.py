@@ -46,12 +46,12 @@ def benchmark_table(results):
         raise AnsibleFilterError("benchmark_table: %s" % _message(exc))
 
 
-def benchmark_matrix(hosts, head, nproc_per_node, scopes=None, variants=None, on_gpu=False):
+def benchmark_matrix(hosts, head, nproc_per_node, scopes=None, variants=None, on_gpu=False, launchers=None):
     """Hosts, head, processes per node -> the matrix runs (see module_utils build_matrix)."""
     try:
         return build_matrix(hosts, head, nproc_per_node, scopes if scopes is not None else ("one_process", "one_node",
                                                                                             "all_nodes"),
-                            variants or [], bool(on_gpu))
+                            variants or [], bool(on_gpu), launchers if launchers is not None else ("torchrun",))
     except (KeyError, ValueError, TypeError) as exc:
         raise AnsibleFilterError("benchmark_matrix: %s" % _message(exc))
 
@@ -64,7 +64,7 @@ def benchmark_option_args(options):
 
 
 def benchmark_report(runs, matrix_id, collection_version, launcher="torchrun", skipped=None, previous=None,
-                     compare_to=None, threshold=0.10):
+                     compare_to=None, threshold=0.10, horovod_check=None):
     """Matrix runs with their results -> the report dict (rows, comparison, csv, markdown)."""
     previous_rows = None
     if previous is not None:
@@ -74,7 +74,7 @@ def benchmark_report(runs, matrix_id, collection_version, launcher="torchrun", s
         previous_rows = previous["rows"]
     try:
         return build_report(runs, matrix_id, collection_version, launcher, skipped or [], previous_rows, compare_to,
-                            threshold)
+                            threshold, parse_horovod_check_build(str(horovod_check)) if horovod_check else None)
     except (KeyError, ValueError, TypeError) as exc:
         raise AnsibleFilterError("benchmark_report: %s" % _message(exc))
 

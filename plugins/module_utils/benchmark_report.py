@@ -233,7 +233,10 @@ def _variant_problems(variants):
     return problems
 
 
-def build_matrix(hosts, head, nproc_per_node, scopes=SCOPES, variants=(), on_gpu=False):
+LAUNCHERS = ("torchrun", "horovod", "slurm")
+
+
+def build_matrix(hosts, head, nproc_per_node, scopes=SCOPES, variants=(), on_gpu=False, launchers=("torchrun",)):
     """The runs of a benchmark matrix, in the order they are made.
 
     Scopes: ``one_process`` (1 process on the head), ``one_node`` (every local
@@ -245,10 +248,16 @@ def build_matrix(hosts, head, nproc_per_node, scopes=SCOPES, variants=(), on_gpu
     script options on top; a ``gpu_only`` variant (an NCCL setting) is left
     out, with the reason, when ``on_gpu`` is false.
 
+    ``launchers``: the launcher of the matrix first (variants use it), then
+    any launchers to compare it with: each of those runs the same scopes again
+    (same model, batch and nodes), so that Horovod and torchrun rows stand in
+    one report. With more than one launcher, scope runs are named
+    ``"1 process (horovod)"``.
+
     :param hosts: inventory names of the nodes, any order; ``head`` must be one.
     :param head: the rendezvous host; single-node runs use it.
     :param nproc_per_node: processes per node (int >= 1).
-    :returns: ``{runs: [{index, name, scopes, variant, nnodes, nproc_per_node,
+    :returns: ``{runs: [{index, name, scopes, variant, launcher, nnodes, nproc_per_node,
         world_size, hosts, environment, options}], skipped: [{name, reason}]}``.
     :raises ValueError: bad hosts, head, count, scope or variant (messages name them).
     """
@@ -263,6 +272,9 @@ def build_matrix(hosts, head, nproc_per_node, scopes=SCOPES, variants=(), on_gpu
     if bad or not scopes:
         raise ValueError("ddp_benchmark_scopes must be a non-empty list of %s, got %r" % (", ".join(SCOPES), scopes))
     problems = _variant_problems(list(variants))
+    launchers = list(launchers)
+    if not launchers or any(name not in LAUNCHERS for name in launchers) or len(set(launchers)) != len(launchers):
+        problems.append("launchers must be distinct names of %s, got %r" % (", ".join(LAUNCHERS), launchers))
     if problems:
         raise ValueError("; ".join(problems))
     ordered = [head] + [h for h in hosts if h != head]
@@ -272,15 +284,17 @@ def build_matrix(hosts, head, nproc_per_node, scopes=SCOPES, variants=(), on_gpu
         "all_nodes": (ordered, nproc),
     }
     runs = []
-    for scope in SCOPES:
-        if scope not in scopes:
-            continue
-        run_hosts, per_node = shapes[scope]
-        same = [r for r in runs if r["variant"] is None and r["hosts"] == run_hosts and r["nproc_per_node"] == per_node]
-        if same:
-            same[0]["scopes"].append(scope)
-            continue
-        runs.append(_run(len(runs), scope, None, run_hosts, per_node, {}, {}))
+    for launcher in launchers:
+        for scope in SCOPES:
+            if scope not in scopes:
+                continue
+            run_hosts, per_node = shapes[scope]
+            same = [r for r in runs if r["variant"] is None and r["launcher"] == launcher and r["hosts"] == run_hosts
+                    and r["nproc_per_node"] == per_node]
+            if same:
+                same[0]["scopes"].append(scope)
+                continue
+            runs.append(_run(len(runs), scope, None, run_hosts, per_node, {}, {}, launcher))
     skipped = []
     for variant in variants:
         if variant.get("gpu_only") and not on_gpu:
@@ -290,17 +304,20 @@ def build_matrix(hosts, head, nproc_per_node, scopes=SCOPES, variants=(), on_gpu
         run_hosts, per_node = shapes[scope]
         runs.append(_run(len(runs), scope, variant["name"], run_hosts, per_node,
                          {str(k): str(v) for k, v in (variant.get("environment") or {}).items()},
-                         dict(variant.get("options") or {})))
+                         dict(variant.get("options") or {}), launchers[0]))
     for run in runs:
         run["name"] = " = ".join(SCOPE_LABELS[s] for s in run["scopes"])
+        if len(launchers) > 1:
+            run["name"] += " (%s)" % run["launcher"]
+            run["launcher_label"] = True
         if run["variant"]:
             run["name"] += " / " + run["variant"]
     return {"runs": runs, "skipped": skipped}
 
 
-def _run(index, scope, variant, hosts, per_node, environment, options):
+def _run(index, scope, variant, hosts, per_node, environment, options, launcher="torchrun"):
     return {
-        "index": index, "name": "", "scopes": [scope], "variant": variant, "nnodes": len(hosts),
+        "index": index, "name": "", "scopes": [scope], "variant": variant, "launcher": launcher, "nnodes": len(hosts),
         "nproc_per_node": per_node, "world_size": len(hosts) * per_node, "hosts": list(hosts),
         "environment": environment, "options": options,
     }
@@ -362,7 +379,7 @@ def nccl_provenance(result):
 # --- the matrix report -------------------------------------------------------
 
 CSV_COLUMNS = (
-    "run", "scopes", "variant", "run_id", "nodes", "processes", "model", "backend", "precision", "memory_format",
+    "run", "scopes", "variant", "launcher", "run_id", "nodes", "processes", "model", "backend", "precision", "memory_format",
     "compile", "data", "batch_size_per_process", "global_batch_size", "lr", "lr_scaling", "global_images_per_s",
     "images_per_s_per_process", "speedup", "efficiency", "loader_images_per_s_per_process", "loader_headroom",
     "input_bound", "transport", "gdr", "torch", "cuda", "cudnn", "nccl",
@@ -378,7 +395,7 @@ def matrix_rows(runs):
         ``env``, ``nccl_provenance``, ``baseline``): one row per scope of a run
         without a variant (a run that is both "1 process" and "1 node" gives
         both rows, with the same run_id), one per variant run. The baseline is the first run whose
-        scopes include ``one_process`` and has no variant; ``speedup`` =
+        scopes include ``one_process`` and has no variant, per launcher; ``speedup`` =
         throughput / baseline throughput, ``efficiency`` = throughput_N /
         (N x throughput_1) (both None without a baseline or for a baseline of
         another model, backend, precision or data).
@@ -395,7 +412,8 @@ def matrix_rows(runs):
         if run.get("variant"):
             names = [run.get("name") or "run %d" % index]
         else:
-            names = [SCOPE_LABELS.get(scope, scope) for scope in run.get("scopes", [])] or ["run %d" % index]
+            names = [SCOPE_LABELS.get(scope, scope) + (" (%s)" % run.get("launcher") if run.get("launcher_label") else "")
+                     for scope in run.get("scopes", [])] or ["run %d" % index]
         for name in names:
             rows.append(_matrix_row(name, item, run, result, base, versions, nccl))
     return _with_efficiency(rows)
@@ -408,6 +426,7 @@ def _matrix_row(name, item, run, result, base, versions, nccl):
         "run": name,
         "scopes": " + ".join(SCOPE_LABELS.get(s, s) for s in run.get("scopes", [])),
         "variant": run.get("variant") or "",
+        "launcher": run.get("launcher") or "torchrun",
         "run_id": item.get("run_id") or "",
         "nodes": base["nodes"],
         "processes": base["processes"],
@@ -431,7 +450,9 @@ def _matrix_row(name, item, run, result, base, versions, nccl):
         "input_bound_share": loader.get("input_bound_share"),
         "workers": result.get("workers", 0),
         "pin_memory": result.get("pin_memory", False),
-        "transport": nccl["transport"] or ("gloo/tcp" if base["backend"] == "gloo" else ""),
+        # Horovod's MPI controller runs over ob1/TCP: horovod_command excludes openib.
+        "transport": nccl["transport"] or {"gloo": "gloo/tcp", "horovod+gloo": "gloo/tcp",
+                                           "horovod+mpi": "mpi/tcp"}.get(base["backend"], ""),
         "gdr": nccl["gdr"],
         "torch": versions.get("torch"),
         "cuda": versions.get("cuda"),
@@ -449,14 +470,13 @@ def _matrix_row(name, item, run, result, base, versions, nccl):
 
 
 def _with_efficiency(rows):
-    """Fill speedup and efficiency against the first baseline row (1 process, no variant)."""
-    baseline = next((row for row in rows if row["baseline"]), None)
-    if baseline is not None:
-        for row in rows:
-            if all(row[k] == baseline[k] for k in ("model", "backend", "precision", "data")):
-                row["speedup"] = row["global_images_per_s"] / baseline["global_images_per_s"]
-                row["efficiency"] = scaling_efficiency(row["global_images_per_s"], row["processes"],
-                                                       baseline["global_images_per_s"])
+    """Fill speedup and efficiency against the first baseline row (1 process, no variant) of the row's launcher."""
+    for row in rows:
+        baseline = next((b for b in rows if b["baseline"] and b["launcher"] == row["launcher"]), None)
+        if baseline is not None and all(row[k] == baseline[k] for k in ("model", "backend", "precision", "data")):
+            row["speedup"] = row["global_images_per_s"] / baseline["global_images_per_s"]
+            row["efficiency"] = scaling_efficiency(row["global_images_per_s"], row["processes"],
+                                                   baseline["global_images_per_s"])
     return rows
 
 
@@ -686,15 +706,25 @@ def render_report(report):
         comparison = render_comparison(report["comparison"], report.get("compare_to") or "previous")
         out += ["", "## Comparison", "", comparison.rstrip("\n")]
     out += ["", "## Provenance", ""] + _provenance_lines(rows)
+    build = report.get("horovod_build")
+    if build:
+        def marks(section):
+            return ", ".join(name for name, on in sorted(build.get(section, {}).items()) if on) or "none"
+        line = "- Horovod build (`horovodrun --check-build` on the head): v%s; frameworks %s; controllers %s; "
+        out.append(line % (build.get("version") or "?", marks("frameworks"), marks("controllers"))
+                   + "tensor operations %s." % marks("tensor_operations"))
     return "\n".join(out) + "\n"
 
 
 def build_report(runs, matrix_id, collection_version, launcher="torchrun", skipped=(), previous_rows=None,
-                 compare_to=None, threshold=0.10):
+                 compare_to=None, threshold=0.10, horovod_build=None):
     """The matrix report: rows, comparison (when ``previous_rows`` is given), and its texts.
 
+    ``horovod_build``: the head's ``horovodrun --check-build`` as
+    :func:`parse_horovod_check_build` reads it, for the provenance (None: no Horovod run).
+
     :returns: ``{schema_version, matrix_id, collection_version, launcher, started_at,
-        finished_at, skipped, rows, comparison, compare_to, csv, markdown}``.
+        finished_at, skipped, rows, comparison, compare_to, horovod_build, csv, markdown}``.
     """
     rows = matrix_rows(runs)
     report = {
@@ -708,6 +738,7 @@ def build_report(runs, matrix_id, collection_version, launcher="torchrun", skipp
         "rows": rows,
         "comparison": compare_rows(rows, previous_rows, threshold) if previous_rows is not None else None,
         "compare_to": compare_to,
+        "horovod_build": horovod_build,
         "runs": [dict(item["run"], run_id=item.get("run_id")) for item in runs],
     }
     report["csv"] = render_csv(rows)

@@ -172,7 +172,7 @@ def validate_matrix(matrix):
     top-level keys, every row's required keys and types, CUDA build lists, that
     default_cuda is one of the row's builds, that cudnn/nccl keys are builds of the
     row, unique torch versions, that default_torch names a row, the driver
-    tables (cuda_drivers, minor_version_compat) and, when present, system_stacks
+    tables (cuda_drivers, minor_version_compat), numpy2_first_torch when present, and, when present, system_stacks
     (each cuda listed in cuda_drivers, quoted strings, non-empty sources).
     """
     errors = []
@@ -185,6 +185,8 @@ def validate_matrix(matrix):
     pattern = matrix.get("index_url_pattern")
     if not isinstance(pattern, str) or "{tag}" not in pattern:
         errors.append("index_url_pattern must be a string containing {tag}")
+    if "numpy2_first_torch" in matrix and not _is_version_str(matrix["numpy2_first_torch"]):
+        errors.append("numpy2_first_torch must be a quoted dotted version")
     seen = set()
     for idx, row in enumerate(rows):
         where = "torch_releases[%d]" % idx
@@ -358,14 +360,16 @@ def resolve_stack(matrix, torch, torchvision=None, cuda=None, driver=None):
     ``{code, variable, message, fix}`` with a code from PROBLEM_CODES. ``stack``
     always has the keys torch, torchvision, torchaudio, cuda, cuda_tag,
     min_driver, min_driver_release, driver_minor_compat_floor, cudnn, nccl,
-    index_url, sources; values the request does not determine are None. On a
+    index_url, sources, numpy; values the request does not determine are None. ``numpy``
+    is a pip version specifier (``"<2"``) for torch releases before the matrix's
+    ``numpy2_first_torch`` (built against NumPy 1.x), else None. On a
     torchvision mismatch the stack carries the torchvision that fits (the fix).
     """
     problems = []
     stack = dict.fromkeys((
         "torch", "torchvision", "torchaudio", "cuda", "cuda_tag", "min_driver",
         "min_driver_release", "driver_minor_compat_floor", "cudnn", "nccl",
-        "index_url", "sources"))
+        "index_url", "sources", "numpy"))
 
     if torch is None or str(torch).strip() in ("", "auto"):
         torch = matrix.get("default_torch")
@@ -392,6 +396,9 @@ def resolve_stack(matrix, torch, torchvision=None, cuda=None, driver=None):
     stack["torchvision"] = row["torchvision"]
     stack["torchaudio"] = row.get("torchaudio")
     stack["sources"] = list(row.get("sources") or [])
+    numpy2 = matrix.get("numpy2_first_torch")
+    if numpy2 and compare_versions(row["torch"], numpy2) < 0:
+        stack["numpy"] = "<2"
 
     # torchvision: release pairing, then its CUDA build.
     tv_build = None

@@ -62,6 +62,31 @@ def zone_todo(permanent_text, runtime_text, wanted):
         have = set(permanent[kind]) & set(runtime[kind])
         todo[kind] = []
         for item in (str(i) for i in items):
+            if kind == "ports" and covered(item, permanent[kind]) and covered(item, runtime[kind]):
+                continue
             if item not in have and item not in todo[kind]:
                 todo[kind].append(item)
     return todo
+
+
+_PORT = re.compile(r"^(?P<lo>\d+)(?:-(?P<hi>\d+))?/(?P<proto>[a-z]+)$")
+
+
+def covered(port, listed):
+    """Whether ``port`` (``PORT[-PORT]/PROTOCOL``) lies within one of the ``listed`` ports of its protocol.
+
+    firewalld (0.9 and later) merges overlapping and adjacent ranges as it adds them: after
+    ``29400/tcp`` and ``1024-65535/tcp`` it lists only ``1024-65535/tcp``, and ``--query-port=29400/tcp``
+    answers no. A port inside a listed range is open; asking for it again would change nothing but the report.
+    Text that is not a port is never covered.
+    """
+    want = _PORT.match(port)
+    if not want:
+        return False
+    lo, hi = int(want.group("lo")), int(want.group("hi") or want.group("lo"))
+    for item in listed:
+        have = _PORT.match(item)
+        if have and have.group("proto") == want.group("proto") \
+                and int(have.group("lo")) <= lo and hi <= int(have.group("hi") or have.group("lo")):
+            return True
+    return False

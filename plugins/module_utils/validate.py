@@ -518,13 +518,15 @@ def _node_problems(values, known):
                 "%s is %r but ddp_env_path is %r: the environment pytorch_env builds, the one health and the "
                 "benchmark run and the one rdma reads torch from must be the same" % (name, values[name], env_path),
                 "set ddp_env_path: %s and remove %s." % (values[name], name)))
-    launcher = values.get("ddp_benchmark_launcher")
-    if launcher == "slurm" and values.get("ddp_scheduler", "none") != "slurm":
-        out.append(_problem(
-            "VALIDATE_LAUNCHER_NEEDS_SLURM", "ddp_benchmark_launcher",
-            "ddp_benchmark_launcher is slurm but ddp_scheduler is %r: no Slurm is set up to launch it"
-            % (values.get("ddp_scheduler", "none"),),
-            "set ddp_scheduler: slurm, or ddp_benchmark_launcher: torchrun."))
+    compared = values.get("ddp_benchmark_compare_launchers")
+    for name, launchers in (("ddp_benchmark_launcher", [values.get("ddp_benchmark_launcher")]),
+                            ("ddp_benchmark_compare_launchers", compared if isinstance(compared, list) else [])):
+        if "slurm" in launchers and values.get("ddp_scheduler", "none") != "slurm":
+            out.append(_problem(
+                "VALIDATE_LAUNCHER_NEEDS_SLURM", name,
+                "%s names slurm but ddp_scheduler is %r: no Slurm is set up to launch it"
+                % (name, values.get("ddp_scheduler", "none")),
+                "set ddp_scheduler: slurm, or take slurm out of %s (torchrun)." % name))
     return out
 
 

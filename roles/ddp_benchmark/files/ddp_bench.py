@@ -540,6 +540,7 @@ class HorovodComm(object):
                              % (type(exc).__name__, exc))
         self.torch, self.hvd = torch, hvd
         self.layout = None
+        self.gathers = 0
 
     def init(self):
         self.hvd.init()
@@ -561,7 +562,10 @@ class HorovodComm(object):
         self.hvd.allreduce(self.torch.zeros(1), name="ddp_bench.barrier")
 
     def gather(self, obj, device):
-        return self.hvd.allgather_object(obj)
+        # An explicit name, the same on every rank: without one Horovod names the op after type(obj), and rank 0's
+        # dict beside the other ranks' None would be two different collectives that never match (a hang).
+        self.gathers += 1
+        return self.hvd.allgather_object(obj, name="ddp_bench.gather.%d" % self.gathers)
 
     def close(self):
         self.hvd.shutdown()
@@ -650,7 +654,11 @@ def run(args, layout):
 
         def step():
             x, y = next_batch()
-            optimizer.zero_grad(set_to_none=True)
+            if args.launcher == "horovod":
+                # hvd.DistributedOptimizer.zero_grad() takes no arguments (torch >= 2.0 then sets None anyway)
+                optimizer.zero_grad()
+            else:
+                optimizer.zero_grad(set_to_none=True)
             if amp_dtype is not None:
                 with torch.autocast(device_type=device.type, dtype=amp_dtype):
                     loss = loss_fn(ddp(x), y)

@@ -97,11 +97,14 @@ def test_reference_stack():
     assert stack["index_url"] == "https://download.pytorch.org/whl/cu121"
     assert stack["torchaudio"] == "2.1.0"
     assert stack["sources"]
+    # torch 2.1's wheels are built against NumPy 1.x
+    assert stack["numpy"] == "<2"
 
 
 def test_default_stack_is_current_torch():
     stack = resolve({})["stack"]
     assert stack["torch"] == "2.13.0" and stack["torchvision"] == "0.28.0"
+    assert stack["numpy"] is None
 
 
 def test_default_torch_cpu():

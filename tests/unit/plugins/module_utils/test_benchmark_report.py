@@ -252,12 +252,44 @@ def test_build_matrix_head_first_and_variant_env():
     ({"hosts": ["a"], "head": "a", "variants": [{"name": "x", "colour": 1}]}, "unknown key"),
     ({"hosts": ["a"], "head": "a", "variants": [{"name": "x", "scope": "half"}]}, "scope"),
     ({"hosts": ["a"], "head": "a", "nproc_per_node": 0}, "nproc_per_node"),
+    ({"hosts": ["a"], "head": "a", "launchers": []}, "launchers must be distinct names"),
+    ({"hosts": ["a"], "head": "a", "launchers": ["horovod", "horovod"]}, "launchers must be distinct names"),
+    ({"hosts": ["a"], "head": "a", "launchers": ["deepspeed"]}, "launchers must be distinct names"),
 ])
 def test_build_matrix_refusals(kwargs, message):
     args = {"nproc_per_node": 1}
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
         build_matrix(**args)
+
+
+def test_build_matrix_launchers_side_by_side():
+    """Horovod first (the variants' launcher), then torchrun over the same scopes, each run named by its launcher."""
+    matrix = build_matrix(["a", "b"], "a", 1, variants=[{"name": "reference_baseline"}],
+                          launchers=["horovod", "torchrun"])
+    got = [(r["name"], r["launcher"], r["hosts"]) for r in matrix["runs"]]
+    assert got == [
+        ("1 process = 1 node (horovod)", "horovod", ["a"]), ("all nodes (horovod)", "horovod", ["a", "b"]),
+        ("1 process = 1 node (torchrun)", "torchrun", ["a"]), ("all nodes (torchrun)", "torchrun", ["a", "b"]),
+        ("all nodes (horovod) / reference_baseline", "horovod", ["a", "b"]),
+    ]
+    assert [r["index"] for r in matrix["runs"]] == [0, 1, 2, 3, 4]
+    # one launcher: names as before
+    assert [r["name"] for r in build_matrix(["a", "b"], "a", 1)["runs"]] == ["1 process = 1 node", "all nodes"]
+
+
+def test_matrix_rows_speedup_per_launcher():
+    """Each launcher's rows are measured against its own 1-process row, and the rows say their launcher."""
+    matrix = build_matrix(["a", "b"], "a", 1, launchers=["horovod", "torchrun"])
+    sps = [100.0, 180.0, 110.0, 200.0]
+    runs = [{"run": run, "run_id": "r%d" % i, "result": _result(run["world_size"], run["nnodes"], sps[i])}
+            for i, run in enumerate(matrix["runs"])]
+    rows = matrix_rows(runs)
+    got = [(r["run"], r["launcher"], r["speedup"]) for r in rows]
+    assert got == [("1 process (horovod)", "horovod", 1.0), ("1 node (horovod)", "horovod", 1.0),
+                   ("all nodes (horovod)", "horovod", 1.8), ("1 process (torchrun)", "torchrun", 1.0),
+                   ("1 node (torchrun)", "torchrun", 1.0), ("all nodes (torchrun)", "torchrun", 200.0 / 110.0)]
+    assert "launcher" in render_csv(rows).splitlines()[0].split(",")
 
 
 def test_option_args_sorted_and_dashed():
@@ -316,7 +348,7 @@ def test_matrix_rows_no_efficiency_across_precisions():
 def test_render_csv_quotes_and_header():
     rows = matrix_rows(_runs((["1 process"], None, 1, 1, 800.0), (["all nodes"], None, 2, 2, 1500.0)))
     lines = render_csv(rows).splitlines()
-    assert lines[0].startswith("run,scopes,variant,run_id,nodes,processes,model,")
+    assert lines[0].startswith("run,scopes,variant,launcher,run_id,nodes,processes,model,")
     assert len(lines) == 3
     assert '"small_cnn (torch.nn, 4 conv layers, CPU stand-in for ResNet-50)"' in lines[1]
     header = lines[0].split(",")
@@ -522,3 +554,13 @@ def test_input_bound_row_says_so_and_synthetic_rows_have_no_loader_line():
 def test_no_reference_section_without_its_pair():
     runs = _loader_runs(300.0, 400.0, False)[1:]  # the baseline alone
     assert "Default settings vs the reference script" not in build_report(runs, "m", "0.1.0")["markdown"]
+
+
+def test_build_report_horovod_build_in_provenance():
+    runs = _runs((["1 process", "1 node"], None, 1, 1, 839.2))
+    report = build_report(runs, "20261202T110000Z", "0.1.0", launcher="horovod",
+                          horovod_build=parse_horovod_check_build(CHECK_BUILD_FULL))
+    assert report["horovod_build"]["version"] == "0.28.1"
+    assert ("- Horovod build (`horovodrun --check-build` on the head): v0.28.1; frameworks PyTorch; controllers Gloo, "
+            "MPI; tensor operations Gloo, MPI, NCCL.") in report["markdown"]
+    assert "Horovod build" not in build_report(runs, "20261202T110000Z", "0.1.0")["markdown"]

@@ -215,8 +215,16 @@ def test_reference_stack():
         "torch": "2.1.0", "torchvision": "0.16.0", "torchaudio": "2.1.0", "cuda": "12.1", "cuda_tag": "cu121",
         "min_driver": "530.30.02", "min_driver_release": "12.1 GA", "driver_minor_compat_floor": "525.60.13",
         "cudnn": "8.9.2.26", "nccl": "2.18.1", "index_url": "https://download.pytorch.org/whl/cu121",
-        "sources": ["https://pytorch.org/get-started/previous-versions/"],
+        "sources": ["https://pytorch.org/get-started/previous-versions/"], "numpy": None,
     }
+
+
+def test_numpy_below_2_for_torch_built_against_numpy_1():
+    matrix = dict(MATRIX, numpy2_first_torch="2.3.0")
+    assert compat.resolve_stack(matrix, "2.1.0")["stack"]["numpy"] == "<2"
+    assert compat.resolve_stack(matrix, "2.13.0", cuda="cpu")["stack"]["numpy"] is None
+    assert compat.validate_matrix(dict(MATRIX, numpy2_first_torch=2.3)) == [
+        "numpy2_first_torch must be a quoted dotted version"]
 
 
 @pytest.mark.parametrize("torch", [None, "", "auto"])

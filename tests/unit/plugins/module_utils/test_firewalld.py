@@ -12,6 +12,7 @@ from ansible_collections.ddp.cluster.plugins.module_utils import firewalld
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "firewalld"
 COMPLETE = (FIXTURES / "list-all_ddp-cluster_complete__firewalld-1.3.3-debian12.txt").read_text()
 RUNTIME_LACKS = (FIXTURES / "list-all_ddp-cluster_runtime-lacks-source__firewalld-1.3.3-debian12.txt").read_text()
+MERGED = (FIXTURES / "list-all_ddp-cluster_merged-port-range__firewalld-1.3.3-debian12.txt").read_text()
 INVALID = (FIXTURES / "list-all_invalid-zone__firewalld-1.3.3-debian12.txt").read_text()
 NODES = ["10.89.0.10", "10.89.0.11", "10.89.0.12"]
 PORTS = ["29400/tcp", "32768-60999/tcp"]
@@ -26,6 +27,18 @@ def test_parse_list_all_reads_the_three_lists():
 def test_complete_zone_needs_nothing():
     assert firewalld_zone_todo(COMPLETE, sources=NODES, services=["ssh"], ports=PORTS) == {
         "sources": [], "services": [], "ports": []}
+
+
+def test_ports_inside_a_merged_range_are_open():
+    """firewalld merged 29400, the ephemeral range and the Slurm ports into 1024-65535: nothing to add again."""
+    assert firewalld.parse_list_all(firewalld.split_permanent_runtime(MERGED)[0])["ports"] == ["1024-65535/tcp"]
+    todo = firewalld_zone_todo(MERGED, sources=NODES[:2], services=["ssh"],
+                               ports=PORTS + ["6818/tcp", "62000-63999/tcp", "1024-65535/tcp"])
+    assert todo == {"sources": [], "services": [], "ports": []}
+    # another protocol, a range reaching past the listed one, or text that is not a port are still to add
+    todo = firewalld_zone_todo(MERGED, ports=["29400/udp", "1000-2000/tcp", "65535-65536/tcp", "ssh"])
+    assert todo["ports"] == ["29400/udp", "1000-2000/tcp", "65535-65536/tcp", "ssh"]
+    assert firewalld.covered("65535/tcp", ["1024-65535/tcp"]) and not firewalld.covered("1023/tcp", ["1024-65535/tcp"])
 
 
 def test_item_missing_at_runtime_only_is_added():

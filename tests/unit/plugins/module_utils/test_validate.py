@@ -102,6 +102,8 @@ BAD = [
     ({"pytorch_env_require_hashes": "yes", "pytorch_env_wheelhouse": " "}, "VALIDATE_REQUIRE_HASHES",
      "pytorch_env_require_hashes", "lock file"),
     ({"ddp_benchmark_launcher": "slurm"}, "VALIDATE_LAUNCHER_NEEDS_SLURM", "ddp_benchmark_launcher", "ddp_scheduler"),
+    ({"ddp_benchmark_compare_launchers": ["torchrun", "slurm"]}, "VALIDATE_LAUNCHER_NEEDS_SLURM", "ddp_benchmark_compare_launchers",
+     "ddp_scheduler"),
     ({"pytorch_env_path": "/opt/other"}, "VALIDATE_ENV_PATH", "pytorch_env_path", "ddp_env_path"),
     ({"ddp_env_path": "/srv/env", "ddp_benchmark_env_path": "/opt/ddp/venv"}, "VALIDATE_ENV_PATH",
      "ddp_benchmark_env_path", "ddp_env_path"),
