@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The reference stack's wheelhouse for the local cluster's nodes (Debian 12, Python 3.11, x86_64): torch 2.1.0 and
+# The reference stack's wheelhouse for the local cluster's nodes, and only for nodes like them (Debian 12, Python 3.11,
+# x86_64; other releases need the downloads for their Python and a Horovod build in an image of theirs): torch 2.1.0 and
 # torchvision 0.16.0 as PyPI publishes them for Linux (CUDA 12.1 builds, which also run on CPU; with their nvidia-*
 # wheels about 2.6 GB), numpy<2 (torch 2.1 is built against NumPy 1.x), and a Horovod 0.28.1 wheel built once
 # against that torch (tools/horovod_wheel.sh).

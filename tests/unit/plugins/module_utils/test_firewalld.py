@@ -39,6 +39,10 @@ def test_ports_inside_a_merged_range_are_open():
     todo = firewalld_zone_todo(MERGED, ports=["29400/udp", "1000-2000/tcp", "65535-65536/tcp", "ssh"])
     assert todo["ports"] == ["29400/udp", "1000-2000/tcp", "65535-65536/tcp", "ssh"]
     assert firewalld.covered("65535/tcp", ["1024-65535/tcp"]) and not firewalld.covered("1023/tcp", ["1024-65535/tcp"])
+    # the range in the permanent configuration only (runtime reloaded without it): the port is still to add
+    permanent, runtime = firewalld.split_permanent_runtime(MERGED)
+    lacking = permanent + "\n" + firewalld.RUNTIME_MARKER + "\n" + runtime.replace("1024-65535/tcp", "22/tcp")
+    assert firewalld_zone_todo(lacking, ports=["29400/tcp"])["ports"] == ["29400/tcp"]
 
 
 def test_item_missing_at_runtime_only_is_added():
