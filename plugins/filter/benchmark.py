@@ -14,6 +14,7 @@ from ansible_collections.ddp.cluster.plugins.module_utils.benchmark_report impor
     build_report,
     horovod_build_problems,
     horovod_command,
+    horovod_unstarted_nodes,
     option_args,
     parse_horovod_check_build,
     render_table,
@@ -98,6 +99,14 @@ def benchmark_horovod_command(hosts, slots, program, environ, controller="gloo",
         raise AnsibleFilterError("benchmark_horovod_command: %s" % _message(exc))
 
 
+def benchmark_horovod_unstarted(lines, hosts, names=None, slots=1):
+    """Launcher output lines, -H hosts, inventory names, ranks per host -> [{host, reason}] of the nodes it names."""
+    try:
+        return horovod_unstarted_nodes(list(lines), list(hosts), None if names is None else list(names), slots)
+    except (ValueError, TypeError) as exc:
+        raise AnsibleFilterError("benchmark_horovod_unstarted: %s" % _message(exc))
+
+
 class FilterModule:
     """ddp.cluster benchmark filters."""
 
@@ -110,4 +119,5 @@ class FilterModule:
             "benchmark_report": benchmark_report,
             "benchmark_horovod_check": benchmark_horovod_check,
             "benchmark_horovod_command": benchmark_horovod_command,
+            "benchmark_horovod_unstarted": benchmark_horovod_unstarted,
         }

@@ -863,8 +863,9 @@ def horovod_command(hosts, slots, program, environ, controller="gloo", ssh_port=
         if network_interface:
             argv += ["--network-interface", str(network_interface)]
     elif controller == "mpi":
+        # --tag-output: every rank's line starts [jobid,rank]<stream>: (which rank, hence which node, said what).
         argv = ["mpirun", "-np", str(np_), "-H", host_list, "-bind-to", "none", "-map-by", "slot",
-                "-mca", "pml", "ob1", "-mca", "btl", "^openib"]
+                "-mca", "pml", "ob1", "-mca", "btl", "^openib", "--tag-output"]
         if ssh_port:
             argv += ["-mca", "plm_rsh_args", "-p %d" % int(ssh_port)]
         if network_interface:
@@ -874,3 +875,68 @@ def horovod_command(hosts, slots, program, environ, controller="gloo", ssh_port=
     else:
         raise ValueError("controller must be gloo or mpi, got %r" % controller)
     return {"argv": argv + [str(p) for p in program], "np": np_, "forwarded": forwarded}
+
+
+# What a failed horovodrun or mpirun says about the nodes it could not start (outputs in
+# tests/unit/fixtures/horovod, from runs on the local cluster). Each pattern's group "host" is an address or
+# name of the -H line; a rank's own line ("[rank]<stderr>:" from horovodrun, "[jobid,rank]<stderr>:" from
+# mpirun --tag-output) is mapped to its node by the slot layout (ranks 0..s-1 on the first host, and so on).
+_HOST_LINES = (
+    # horovod/runner/launch.py, _check_all_hosts_ssh_successful: the next line is ssh's own message.
+    re.compile(r"^ssh not successful for host (?P<host>\S+?):?$"),
+    # OpenSSH: "ssh: connect to host H port 22: Connection refused", "user@H: Permission denied (publickey).",
+    # "ssh: Could not resolve hostname H: ...".
+    re.compile(r"ssh: connect to host (?P<host>\S+) port \d+: "),
+    re.compile(r"^(?:\S+@)?(?P<host>[^@\s]+): Permission denied \("),
+    re.compile(r"ssh: Could not resolve hostname (?P<host>[^:\s]+): "),
+    # OpenMPI 4: "mpirun noticed that process rank 1 with PID 0 on node H exited on signal 9 (Killed)."
+    re.compile(r"process rank \d+ with PID \d+ on node (?P<host>\S+) exited"),
+    # OpenMPI 4 help text blocks: "Node: H", "Local host: H" (the node the block is about).
+    re.compile(r"^\s*(?:Node|Local host|Remote host):\s+(?P<host>\S+)\s*$"),
+)
+_RANK_LINE = re.compile(r"^\[(?:\d+,)?(?P<rank>\d+)\]<std(?:err|out)>:\s?(?P<text>.*)$")
+_RANK_ERROR = re.compile(r"(Error|Exception|error:|No such file|can't open|cannot |Permission denied|Killed)")
+
+
+def horovod_unstarted_nodes(lines, hosts, names=None, slots=1):
+    """Nodes of a failed Horovod launch that the launcher's own output names, with the line that names them.
+
+    :param lines: stdout and stderr lines of ``horovodrun`` or ``mpirun`` on the head (strings).
+    :param hosts: the addresses or names of the ``-H`` line, head first (as ``horovod_command`` got them).
+    :param names: inventory names in the same order (default: ``hosts``); the result uses these.
+    :param slots: ranks per host: rank r runs on ``hosts[r // slots]`` (``-map-by slot``, horovodrun's order).
+    :returns: ``[{"host": name, "reason": text}]`` in ``hosts`` order, at most one entry per node, the first
+        line that names it (for horovodrun's SSH check, that line and ssh's message after it). Empty when the
+        output names no node (a failure of the head's own launcher is then the only thing to say).
+    :raises ValueError: names and hosts of different lengths; slots not a positive integer.
+    """
+    hosts = [str(h) for h in hosts]
+    names = [str(n) for n in (names if names is not None else hosts)]
+    if len(names) != len(hosts):
+        raise ValueError("names (%d) and hosts (%d) differ in length" % (len(names), len(hosts)))
+    slots = _positive_int(slots, "slots")
+    by_token = {}
+    for host, name in zip(hosts, names):
+        by_token.setdefault(host, name)
+        by_token.setdefault(name, name)
+    found = {}
+    lines = [str(line).rstrip() for line in lines]
+    for i, line in enumerate(lines):
+        rank_line = _RANK_LINE.match(line)
+        if rank_line:
+            rank = int(rank_line.group("rank"))
+            if rank // slots < len(names) and _RANK_ERROR.search(rank_line.group("text")):
+                found.setdefault(names[rank // slots], "rank %d: %s" % (rank, rank_line.group("text").strip()))
+            continue
+        for pattern in _HOST_LINES:
+            match = pattern.search(line)
+            if not match or match.group("host") not in by_token:
+                continue
+            reason = line.strip()
+            if reason.startswith("ssh not successful"):
+                following = [x.strip() for x in lines[i + 1:i + 4] if x.strip()]
+                if following:
+                    reason = "%s %s" % (reason, following[0])
+            found.setdefault(by_token[match.group("host")], reason)
+            break
+    return [{"host": name, "reason": found[name]} for name in dict.fromkeys(names) if name in found]

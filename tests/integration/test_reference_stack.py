@@ -5,7 +5,9 @@ wheel built once against that torch (tools/reference_wheelhouse.sh, cached outsi
 environment (/opt/ddp/venv-ref, pytorch_env_primary false) through the controller's wheelhouse index; the second
 run changes nothing. Then the benchmark runs on it across both nodes: torchvision's ResNet-50 under Horovod launched
 by ``horovodrun --gloo`` with torchrun's rows beside it in one report, and Horovod launched by ``mpirun`` (OpenMPI
-from Debian, over the cluster user's SSH trust). Skipped, saying why, when the Molecule nodes are not running.
+from Debian, over the cluster user's SSH trust). Last, a node that does not start under either launcher (its
+environment gone, the cluster user's SSH key refused) is named within the run's timeout and nothing is left running.
+Skipped, saying why, when the Molecule nodes are not running.
 """
 from __future__ import annotations
 
@@ -151,3 +153,53 @@ def test_mpirun_across_both_nodes(reference_env, tmp_path):
                               capture_output=True, text=True, check=False).stdout
         assert left.strip() == "", "left running on %s: %s" % (node, left)
     print("mpirun, ResNet-50, 2 nodes: %.0f s, %.1f images/s" % (took, row["global_images_per_s"]))
+
+
+LEFT = "ddp_bench.py|orted|mpirun|horovodrun|horovod.runner"
+
+
+def left_running(node):
+    return subprocess.run(["podman", "exec", node, "pgrep", "-af", LEFT], capture_output=True, text=True,
+                          check=False).stdout.strip()
+
+
+SSH_OFF = "mv ~ddp/.ssh/authorized_keys ~ddp/.ssh/authorized_keys.off"
+SSH_ON = "mv ~ddp/.ssh/authorized_keys.off ~ddp/.ssh/authorized_keys"
+SSH_NAMED = r"- ddp-mol2: %s cannot start its ranks there: SSH from ddp-mol1 as\s+ddp fails \(auth_denied"
+# (launcher, fault on ddp-mol2, its undo, what the failure must say about ddp-mol2)
+FAULTS = {
+    # the cluster user's key is no longer authorized on ddp-mol2: the launcher's SSH to it is refused
+    "gloo-ssh": ("gloo", SSH_OFF, SSH_ON, SSH_NAMED % "horovodrun"),
+    "mpi-ssh": ("mpi", SSH_OFF, SSH_ON, SSH_NAMED % "mpirun"),
+    # no environment on ddp-mol2: refused before anything is launched (horovodrun --check-build on every node)
+    "gloo-env": ("gloo", "mv %s %s.off" % (ENV_PATH, ENV_PATH), "mv %s.off %s" % (ENV_PATH, ENV_PATH),
+                 r"- ddp-mol2: %s/bin/horovodrun --check-build failed" % ENV_PATH),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_node_that_does_not_start_is_named_and_nothing_is_left(reference_env, tmp_path, fault):
+    controller, inject, undo, named = FAULTS[fault]
+    timeout = 120
+    extra = dict(BENCH, ddp_benchmark_horovod_controller=controller, ddp_benchmark_scopes=["all_nodes"],
+                 ddp_benchmark_results_dir=str(tmp_path), ddp_benchmark_timeout=timeout)
+    subprocess.run(["podman", "exec", "ddp-mol2", "bash", "-c", inject], check=True)
+    try:
+        proc, took = playbook("playbooks/benchmark.yml", extra, timeout=timeout + 600)
+    finally:
+        subprocess.run(["podman", "exec", "ddp-mol2", "bash", "-c", undo], check=True)
+    out = proc.stdout
+    assert proc.returncode != 0, out[-4000:]
+    assert re.search(named, out), out[-4000:]
+    if fault.endswith("-ssh"):
+        tool = "horovodrun" if controller == "gloo" else "mpirun"
+        assert re.search(r"The DDP benchmark \S+ \(all nodes\) failed", out), out[-4000:]
+        assert re.search(r"- ddp-mol1: %s exited \d+:\s+\w" % tool, out), out[-4000:]
+        # what the launcher itself printed about ddp-mol2 (its SSH check, or ssh's own message under mpirun)
+        assert re.search(r"- ddp-mol2: named by %s: .*Permission denied" % tool, out), out[-4000:]
+    else:
+        assert "Nothing was launched" in out, out[-4000:]
+    assert took < timeout, "the play took %.0f s (run timeout %d s)" % (took, timeout)
+    for node in NODES:
+        assert left_running(node) == "", "left running on %s: %s" % (node, left_running(node))
+    print("%s: failed in %.0f s (whole play), naming ddp-mol2" % (fault, took))
