@@ -16,7 +16,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 APT_PACKAGES := podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables git iperf3 shellcheck
 
-.PHONY: demo test deps venv cluster cluster-down site converge-bench find-bad-node lint sanity unit controller-torch docs collection-checks changelog-check galaxy-importer cluster-tests gpu-stack-test clean
+.PHONY: demo test deps venv cluster cluster-down site converge-bench reference-install-bench find-bad-node lint sanity unit controller-torch docs collection-checks changelog-check galaxy-importer cluster-tests gpu-stack-test clean
 
 demo: venv cluster site
 
@@ -49,6 +49,11 @@ site: venv
 #   make converge-bench NODES="3 6 12"   cold and no-change site.yml per N, changed=0 required
 converge-bench: venv
 	benchmarks/converge.sh $(NODES)
+
+# The reference stack (2.6 GB of wheels) installed on N local nodes through the index vs through copies
+# (outside make test, about 7 minutes at 3 nodes here):  make reference-install-bench NODES=3
+reference-install-bench: venv
+	benchmarks/reference_install.sh $(NODES)
 
 # Time to find one bad node (a tc-capped port, a node that drops its peers) among N (outside make test):
 #   make find-bad-node NODES="3 6"
