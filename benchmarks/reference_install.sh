@@ -4,6 +4,7 @@
 # copying the wheelhouse to every node (copy).
 #
 #   benchmarks/reference_install.sh [N]          (default: 3 nodes)
+#   INVENTORY=inventory/local-podman benchmarks/reference_install.sh 3     the nodes over podman exec, not SSH
 #
 # Builds the wheelhouse first if it is not cached (tools/reference_wheelhouse.sh: download and the Horovod build,
 # not timed), rebuilds the local cluster with N nodes (not timed), then installs the stack into two environments
@@ -15,6 +16,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 BIN="${VENV:-.venv}/bin"
+INVENTORY="${INVENTORY:-inventory/local}"
+[ "$#" -le 1 ] || { echo "reference_install.sh: one node count at a time, got '$*'" >&2; exit 2; }
 N="${1:-3}"
 [[ "$N" =~ ^[1-9][0-9]*$ ]] || { echo "reference_install.sh: the node count is a positive integer, got '$N'" >&2; exit 2; }
 OUT="$ROOT/artifacts/reference_install"
@@ -33,7 +36,7 @@ for transport in http copy; do
     "pytorch_env_wheelhouse": "%s", "pytorch_env_wheelhouse_transport": "%s",
     "pytorch_env_extra_packages": ["numpy", "horovod==0.28.1"]}' "$transport" "$WHEELHOUSE" "$transport")
   start=$(date +%s)
-  if ! "$BIN/ansible-playbook" -i inventory/local playbooks/pytorch_env.yml -e "$extra" >"$OUT/$transport.log" 2>&1; then
+  if ! "$BIN/ansible-playbook" -i "$INVENTORY" playbooks/pytorch_env.yml -e "$extra" >"$OUT/$transport.log" 2>&1; then
     echo "reference_install.sh: the $transport install failed (see $OUT/$transport.log):" >&2
     tail -20 "$OUT/$transport.log" >&2
     exit 1

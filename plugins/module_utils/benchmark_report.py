@@ -891,11 +891,13 @@ _HOST_LINES = (
     re.compile(r"ssh: Could not resolve hostname (?P<host>[^:\s]+): "),
     # OpenMPI 4: "mpirun noticed that process rank 1 with PID 0 on node H exited on signal 9 (Killed)."
     re.compile(r"process rank \d+ with PID \d+ on node (?P<host>\S+) exited"),
-    # OpenMPI 4 help text blocks: "Node: H", "Local host: H" (the node the block is about).
-    re.compile(r"^\s*(?:Node|Local host|Remote host):\s+(?P<host>\S+)\s*$"),
+    # OpenMPI 4 help text blocks: "Node: H" (the node an executable could not be started on), "Remote host: H" (a
+    # daemon mpirun lost). Not "Local host:", which is usually mpirun's own node.
+    re.compile(r"^\s*(?:Node|Remote host):\s+(?P<host>\S+)\s*$"),
 )
 _RANK_LINE = re.compile(r"^\[(?:\d+,)?(?P<rank>\d+)\]<std(?:err|out)>:\s?(?P<text>.*)$")
 _RANK_ERROR = re.compile(r"(Error|Exception|error:|No such file|can't open|cannot |Permission denied|Killed)")
+_RANK_NOT_ERROR = re.compile(r"Warning")
 
 
 def horovod_unstarted_nodes(lines, hosts, names=None, slots=1):
@@ -906,8 +908,10 @@ def horovod_unstarted_nodes(lines, hosts, names=None, slots=1):
     :param names: inventory names in the same order (default: ``hosts``); the result uses these.
     :param slots: ranks per host: rank r runs on ``hosts[r // slots]`` (``-map-by slot``, horovodrun's order).
     :returns: ``[{"host": name, "reason": text}]`` in ``hosts`` order, at most one entry per node, the first
-        line that names it (for horovodrun's SSH check, that line and ssh's message after it). Empty when the
-        output names no node (a failure of the head's own launcher is then the only thing to say).
+        line that names it (for horovodrun's SSH check, that line and ssh's message after it). Lines that name a
+        host (SSH, OpenMPI's) come first: rank lines count only when there are none, and only when some node's
+        ranks printed no error (when every node's ranks fail alike, one collective failed everywhere: nobody is
+        singled out). Empty when the output names no node.
     :raises ValueError: names and hosts of different lengths; slots not a positive integer.
     """
     hosts = [str(h) for h in hosts]
@@ -920,13 +924,14 @@ def horovod_unstarted_nodes(lines, hosts, names=None, slots=1):
         by_token.setdefault(host, name)
         by_token.setdefault(name, name)
     found = {}
+    by_rank = {}
     lines = [str(line).rstrip() for line in lines]
     for i, line in enumerate(lines):
         rank_line = _RANK_LINE.match(line)
         if rank_line:
-            rank = int(rank_line.group("rank"))
-            if rank // slots < len(names) and _RANK_ERROR.search(rank_line.group("text")):
-                found.setdefault(names[rank // slots], "rank %d: %s" % (rank, rank_line.group("text").strip()))
+            rank, text = int(rank_line.group("rank")), rank_line.group("text").strip()
+            if rank // slots < len(names) and _RANK_ERROR.search(text) and not _RANK_NOT_ERROR.search(text):
+                by_rank.setdefault(names[rank // slots], "rank %d reported: %s" % (rank, text))
             continue
         for pattern in _HOST_LINES:
             match = pattern.search(line)
@@ -939,4 +944,6 @@ def horovod_unstarted_nodes(lines, hosts, names=None, slots=1):
                     reason = "%s %s" % (reason, following[0])
             found.setdefault(by_token[match.group("host")], reason)
             break
+    if not found and len(by_rank) < len(set(names)):
+        found = by_rank
     return [{"host": name, "reason": found[name]} for name in dict.fromkeys(names) if name in found]

@@ -29,9 +29,11 @@ def test_the_node_the_launcher_names(name, reason):
 
 
 def test_horovodrun_that_says_nothing_names_nobody():
-    # horovodrun exits 127 in silence when a node has no Python for the rank: the role's own check names it.
-    assert fixture_lines("horovodrun_env_missing.txt") == []
-    assert horovod_unstarted_nodes([], HOSTS, NAMES, 1) == []
+    # horovodrun exits 127 in silence when a node has no Python for the rank (the role's check-build on every
+    # node refuses that before a launch); the SSH check after a failure is what names a node then.
+    lines = fixture_lines("horovodrun_env_missing.txt")
+    assert lines == []
+    assert horovod_unstarted_nodes(lines, HOSTS, NAMES, 1) == []
 
 
 @pytest.mark.parametrize("line, slots, host", [
@@ -83,3 +85,30 @@ def test_ssh_lines_ending_in_cr_lf():
     lines = "ssh not successful for host 10.89.0.11:\r\nddp@10.89.0.11: Permission denied (publickey).\r\n".split("\n")
     assert horovod_unstarted_nodes(lines, HOSTS, NAMES) == [
         {"host": "ddp-mol2", "reason": "ssh not successful for host 10.89.0.11: ddp@10.89.0.11: Permission denied (publickey)."}]
+
+
+def test_when_every_node_ranks_fail_alike_nobody_is_singled_out():
+    lines = ["[1,0]<stderr>:RuntimeError: Gloo connectFullMesh failed with ...",
+             "[1,1]<stderr>:RuntimeError: Gloo connectFullMesh failed with ..."]
+    assert horovod_unstarted_nodes(lines, HOSTS, NAMES, 1) == []
+
+
+def test_a_line_naming_a_host_beats_rank_lines():
+    lines = ["[1,0]<stderr>:RuntimeError: Gloo connectFullMesh failed with ...",
+             "ssh: connect to host 10.89.0.11 port 22: Connection refused"]
+    assert horovod_unstarted_nodes(lines, HOSTS, NAMES, 1) == [
+        {"host": "ddp-mol2", "reason": "ssh: connect to host 10.89.0.11 port 22: Connection refused"}]
+
+
+def test_warnings_and_local_host_lines_name_nobody():
+    lines = ["[1,1]<stderr>:UserWarning: Failed to load image Python extension: libc10_cuda.so: cannot open shared "
+             "object file: No such file or directory",
+             "  Local host:   10.89.0.10"]
+    assert horovod_unstarted_nodes(lines, HOSTS, NAMES, 1) == []
+
+
+def test_a_lost_daemon_is_named_by_remote_host():
+    lines = ["ORTE has lost communication with a remote daemon.", "", "  HNP daemon   : [[1234,0],0] on node 10.89.0.10",
+             "  Remote daemon: [[1234,0],1] on node 10.89.0.11", "", "  Local host:    10.89.0.10",
+             "  Remote host:   10.89.0.11"]
+    assert [f["host"] for f in horovod_unstarted_nodes(lines, HOSTS, NAMES, 1)] == ["ddp-mol2"]
