@@ -1,49 +1,73 @@
-"""Which shipped files a node holds as shipped: find's real result shape (ansible.builtin.find, get_checksum)."""
+"""Which wanted files and folders a node does not hold as wanted: find's real result shape (ansible.builtin.find,
+file_type any, get_checksum) as the slurm role's read returns it on a Debian 12 node (fixtures/find, SOURCES.md)."""
 from __future__ import annotations
 
-import hashlib
+import json
+import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.filter.files import installed_as_shipped
-from ansible_collections.ddp.cluster.plugins.module_utils.installed_files import unchanged
+from ansible_collections.ddp.cluster.plugins.filter.files import paths_todo
+from ansible_collections.ddp.cluster.plugins.module_utils.installed_files import differing
 
-A = hashlib.sha1(b"a\n").hexdigest()
-B = hashlib.sha1(b"b\n").hexdigest()
-
-
-def entry(name, checksum, mode="0644", owner="root", group="root"):
-    # the keys ansible.builtin.find returns per file (a subset), as on a Debian 12 node
-    return {"path": "/opt/ddp/lib/pkg/" + name, "checksum": checksum, "mode": mode, "pw_name": owner,
-            "gr_name": group, "isreg": True, "size": 2}
+FIND = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "find", "find_slurm_debian12.json")
 
 
-def test_same_content_mode_and_owner_is_installed():
-    assert unchanged([entry("a.py", A), entry("b.py", B)], {"a.py": A, "b.py": B}, "0644", "root", "root") == ["a.py", "b.py"]
+def found():
+    with open(FIND) as fh:
+        return json.load(fh)["files"]
 
 
-@pytest.mark.parametrize("found", [
-    entry("a.py", B),                       # other content
-    entry("a.py", A, mode="0664"),          # other mode
-    entry("a.py", A, owner="ddp"),          # other owner
-    entry("a.py", A, group="ddp"),          # other group
-    entry("c.py", A),                       # not shipped
+def by_path(path):
+    return [e for e in found() if e["path"] == path][0]
+
+
+def want_file(path, **kw):
+    entry = by_path(path)
+    out = {"path": path, "checksum": entry["checksum"], "mode": entry["mode"], "owner": entry["pw_name"], "group": entry["gr_name"]}
+    out.update(kw)
+    return out
+
+
+def test_files_and_folders_as_wanted_are_not_named():
+    wanted = [want_file("/etc/slurm/slurm.conf"), want_file("/etc/slurm/gres.conf"),
+              {"path": "/var/log/slurm/", "state": "directory", "mode": "0755", "owner": "slurm", "group": "slurm"}]
+    assert differing(found(), wanted) == []
+
+
+@pytest.mark.parametrize("change", [
+    {"checksum": "0" * 40},        # other content
+    {"mode": "0600"},              # other mode
+    {"mode": "644"},               # the same mode written without the leading zero: as wanted
+    {"owner": "slurm"},            # other owner
+    {"group": "slurm"},            # other group
 ])
-def test_anything_else_is_copied_again(found):
-    assert unchanged([found], {"a.py": A}, "0644", "root", "root") == []
+def test_a_file_that_differs_in_one_attribute_is_named(change):
+    want = want_file("/etc/slurm/slurm.conf", **change)
+    expected = [] if change == {"mode": "644"} else ["/etc/slurm/slurm.conf"]
+    assert differing(found(), [want]) == expected
 
 
-def test_modes_compare_as_numbers():
-    assert unchanged([entry("a.py", A, mode="644")], {"a.py": A}, "0644", "root", "root") == ["a.py"]
+def test_missing_paths_wrong_types_and_links_are_named():
+    wanted = [{"path": "/etc/ddp/slurm-job.conf"},                               # not there
+              {"path": "/etc/slurm/slurm.conf", "state": "directory"},           # a file, wanted a folder
+              {"path": "/var/log/slurm", "state": "file"},                       # a folder, wanted a file
+              {"path": "/usr/sbin/slurmd", "state": "file"}]                     # a link (find does not follow)
+    assert differing(found(), wanted) == [w["path"] for w in wanted]
 
 
-def test_find_without_checksums_is_refused():
+def test_keys_left_out_are_not_compared():
+    assert differing(found(), [{"path": "/etc/slurm/slurm.conf"}]) == []
+
+
+@pytest.mark.parametrize("want", [{"path": "etc/x"}, {"path": "/etc/x", "state": "link"}, {}])
+def test_bad_wanted_entries_are_refused(want):
+    with pytest.raises(Exception, match="absolute path"):
+        paths_todo(found(), [want])
+
+
+def test_find_without_checksum_is_refused_for_a_file_with_one():
+    entries = [dict(by_path("/etc/slurm/slurm.conf"))]
+    del entries[0]["checksum"]
     with pytest.raises(ValueError, match="get_checksum"):
-        unchanged([{"path": "/x/a.py", "mode": "0644"}], {"a.py": A}, "0644", "root", "root")
-
-
-def test_the_filter_hashes_the_shipped_files(tmp_path):
-    (tmp_path / "a.py").write_bytes(b"a\n")
-    (tmp_path / "b.py").write_bytes(b"changed\n")
-    found = [entry("a.py", A), entry("b.py", B), entry("gone.py", A)]
-    assert installed_as_shipped(found, str(tmp_path)) == ["a.py"]
+        differing(entries, [want_file("/etc/slurm/slurm.conf")])

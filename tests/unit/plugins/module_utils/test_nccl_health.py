@@ -309,10 +309,11 @@ def test_default_script_is_where_pytorch_env_installs_it():
     assert nh.default_script("/opt/ddp/venv/") == "/opt/ddp/venv/share/ddp-cluster/ddp_nccl_allreduce.py"
     with open(os.path.join(ROOT, "roles", "pytorch_env", "tasks", "main.yml")) as handle:
         tasks = handle.read()
-    # the copy loops over the shipped programs that are not installed as shipped (a find call reads them first)
+    # the copy loops over the paths of the shipped programs that differ on the node (a find call reads them first)
     copy = [t for t in yaml.safe_load(tasks)
             if "ddp_nccl_allreduce.py" in (t.get("vars") or {}).get("__pytorch_env_programs", [])]
     assert len(copy) == 1, "pytorch_env installs the script once"
     assert "__pytorch_env_programs" in copy[0]["loop"]
     assert "ddp_dist.py" in copy[0]["vars"]["__pytorch_env_programs"], "and the module it imports, beside it"
-    assert copy[0]["ansible.builtin.copy"]["dest"] == "{{ pytorch_env_path }}/share/ddp-cluster/{{ item }}"
+    assert copy[0]["ansible.builtin.copy"]["dest"] == "{{ item }}"
+    assert "pytorch_env_path ~ '/share/ddp-cluster/'" in copy[0]["vars"]["__pytorch_env_programs_wanted"]
