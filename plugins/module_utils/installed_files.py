@@ -10,6 +10,8 @@ here as differing only costs their usual round trip, which reports no change.
 """
 from __future__ import annotations
 
+import posixpath
+
 
 _STATES = ("file", "directory")
 
@@ -47,8 +49,8 @@ def differing(found, wanted):
 
 
 def _norm(path):
-    path = str(path)
-    return path.rstrip("/") or "/"
+    # find reports normalised paths; a wanted path may carry a trailing or doubled slash from a setting
+    return posixpath.normpath(str(path))
 
 
 def _holds(entry, want, state):

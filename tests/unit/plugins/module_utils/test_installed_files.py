@@ -71,3 +71,15 @@ def test_find_without_checksum_is_refused_for_a_file_with_one():
     del entries[0]["checksum"]
     with pytest.raises(ValueError, match="get_checksum"):
         differing(entries, [want_file("/etc/slurm/slurm.conf")])
+
+
+@pytest.mark.parametrize("path", ["/var/log/slurm/", "/var/log//slurm", "/var/log/./slurm"])
+def test_wanted_paths_are_compared_normalised(path):
+    # a setting with a trailing or doubled slash names the same folder find reports
+    assert differing(found(), [{"path": path, "state": "directory", "owner": "slurm"}]) == []
+    assert differing(found(), [{"path": path, "state": "directory", "owner": "root"}]) == [path]
+
+
+def test_a_link_to_a_folder_is_not_the_folder():
+    link = dict(by_path("/usr/sbin/slurmd"), path="/opt/ddp/link")
+    assert differing([link], [{"path": "/opt/ddp/link", "state": "directory"}]) == ["/opt/ddp/link"]
