@@ -16,7 +16,6 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 APT_PACKAGES := podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables git iperf3 shellcheck
 
-# make test's phases are lint sanity unit collection-checks docs cluster-tests gpu-stack-test (tests/make_test.sh).
 .PHONY: demo test prefetch deps venv cluster cluster-down site converge-bench reference-install-bench find-bad-node lint sanity unit controller-torch docs collection-checks changelog-check galaxy-importer cluster-tests gpu-stack-test clean
 
 demo: venv cluster site
