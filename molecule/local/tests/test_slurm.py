@@ -2,17 +2,13 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import testinfra
 
-# Both nodes over SSH with the ssh_config that create.yml wrote (roles/local_cluster): testinfra's SSH backend, one
-# ssh command per check on a ControlMaster socket. ("ddp_nodes" through the Ansible inventory would fall back to one
-# `ansible` run per check, seconds each: testinfra maps only a plain "ssh" connection, and reads the inventory
-# plugin's ansible_host as an unsafe-tagged dict.)
-testinfra_hosts = ["ssh://%s?ssh_config=%s/.cache/local_cluster/ssh/ddp-mol/config&controlpersist=120"
-                   % (node, os.environ.get("MOLECULE_PROJECT_DIRECTORY", ".")) for node in ("ddp-mol1", "ddp-mol2")]
+from nodes import TESTINFRA_HOSTS
+
+testinfra_hosts = TESTINFRA_HOSTS  # nodes.py: both nodes over SSH
 CONTROLLER = "ddp-mol1"
 NODES = ("ddp-mol1", "ddp-mol2")
 
