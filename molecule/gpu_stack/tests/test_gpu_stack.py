@@ -6,9 +6,13 @@ CUDA builds) that the roles must not pick. The stack is torch 2.13.0 + CUDA 12.6
 """
 from __future__ import annotations
 
-# The node by name (molecule.yml platforms) through the podman backend: one `podman exec` per command,
-# where the ansible backend (the podman connection plugin is not one testinfra maps) costs seconds each.
-testinfra_hosts = ["podman://ddp-gpu1"]
+import os
+
+# The node over SSH with the ssh_config create.yml wrote (roles/local_cluster: the controller's key, known_hosts,
+# host keys checked), as Ansible reaches it: one ssh command per check on a ControlMaster socket.
+SSH_CONFIG = os.path.join(os.environ.get("MOLECULE_PROJECT_DIRECTORY", "."), ".cache", "local_cluster", "ssh", "ddp-gpu",
+                          "config")
+testinfra_hosts = ["ssh://ddp-gpu1?ssh_config=%s&controlpersist=120" % SSH_CONFIG]
 
 REPO = "http://ddp-gpu-repo:8080/nvidia/debian12/x86_64/"
 KEYRING = "/etc/apt/keyrings/ddp-nvidia-ddp-standin.asc"
@@ -73,10 +77,11 @@ def test_driver_branch_pinned(host):
     assert any(line.startswith("Package:") for line in lines)
     assert "Pin: version 580.*" in lines
     assert "Pin-Priority: 1001" in lines
-    # The repository offers 590 too: the pin makes 580 the candidate.
-    policy = host.check_output("apt-cache policy nvidia-open")
-    assert "590.44.01-1" in policy
-    assert "Candidate: %s" % DRIVER in policy
+    # The repository offers 590 too: the pin makes 580 the candidate, for each name family the globs cover.
+    for name in ("nvidia-open", "cuda-drivers", "nvidia-kernel-dkms"):
+        policy = host.check_output("apt-cache policy %s", name)
+        assert "590.44.01-1" in policy, policy
+        assert "Candidate: %s" % DRIVER in policy, policy
 
 
 def test_open_driver_at_the_pinned_version(host):
