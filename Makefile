@@ -101,12 +101,12 @@ controller-torch: venv
 	            "install torch into $(VENV) by hand" >&2; exit 1; }; fi
 
 # The Molecule scenario leaves its two nodes running for the cluster tests, then they are destroyed
-# (destroy checks that no container or network is left), whatever the tests said.
+# (destroy checks that no container or network is left), whatever the tests said. The 25 slowest tests are listed.
 cluster-tests: venv
 	export MOLECULE_PROJECT_DIRECTORY=$(CURDIR); \
 	trap '$(BIN)/molecule destroy -s local' EXIT; \
 	$(BIN)/molecule test -s local && $(MAKE) --no-print-directory controller-torch \
-	  && DDP_FAIL_ON_SKIP=1 $(PY) -m pytest -q -rs tests/integration
+	  && DDP_FAIL_ON_SKIP=1 $(PY) -m pytest -q -rs --durations=25 tests/integration
 
 # The GPU stack roles forced on one node without a GPU, against stand-in packages with NVIDIA's names and
 # versions that the scenario builds and serves itself (molecule/gpu_stack). The scenario ends with destroy;

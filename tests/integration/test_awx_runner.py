@@ -10,7 +10,7 @@
 
 It runs against the Molecule nodes ddp-mol1/ddp-mol2 that `molecule test -s local` leaves running
 (`make test` runs tests/integration in between); without them it is skipped, saying why. On converged
-nodes it is mostly no-change plus the health checks and the benchmark (2-4 minutes).
+nodes it is mostly no-change plus the health checks and the benchmark's all-node row (2-3 minutes).
 """
 from __future__ import annotations
 
@@ -104,9 +104,10 @@ def make_private_data_dir(base):
         # AWX's meta variables
         "awx_job_id": int(IDENT), "tower_job_id": int(IDENT), "awx_job_launch_type": "manual",
         "awx_job_template_name": "ddp.cluster | site", "awx_project_revision": "test",
-        # survey answers (the small preset the Molecule scenario uses)
+        # survey answers: the small preset the Molecule scenario uses, and a multiple-choice answer (a list) that
+        # narrows the matrix to the all-node row (the full matrix runs in the Molecule side effect)
         "ddp_nproc_per_node": "1", "ddp_benchmark_batch_size": 8, "ddp_benchmark_steps": 5,
-        "ddp_benchmark_warmup_steps": 2,
+        "ddp_benchmark_warmup_steps": 2, "ddp_benchmark_scopes": ["all_nodes"], "ddp_benchmark_variants": [],
     }
     # ssh's ControlPath is a Unix socket (at most 108 bytes): inside the EE the private data dir is /runner, so
     # ~/.ansible/cp is short there; pytest's tmp_path is not, so the job's control sockets go to a short folder.
