@@ -106,6 +106,9 @@ def test_health_names_the_blocked_pair_within_its_window():
     assert proc.returncode != 0
     assert re.search(r"\[CLUSTER_PORT_BLOCKED\] \(error\) ddp-mol2 -> ddp-mol1:40000: .*\[firewall_reject\]", out), out[-3000:]
     assert "ddp-mol1 -> ddp-mol2:40000" not in out
+    # The failed all-reduce does not start pairs: two nodes make one pair, the all-node run itself.
+    assert "Pairs not run: the 2 healthy nodes make one pair" in out, out[-3000:]
+    assert "pair ddp-mol1-ddp-mol2:" not in out
     assert elapsed < 240
 
 
