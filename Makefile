@@ -16,7 +16,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 APT_PACKAGES := podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables git iperf3 shellcheck
 
-.PHONY: demo test prefetch deps venv cluster cluster-down site converge-bench reference-install-bench find-bad-node lint sanity unit controller-torch docs collection-checks changelog-check galaxy-importer cluster-tests gpu-stack-test clean
+.PHONY: demo test prefetch deps venv cluster cluster-down site converge-bench reference-install-bench find-bad-node lint sanity unit controller-torch docs collection-checks changelog-check galaxy-importer cluster-tests controller-tests gpu-stack-test clean
 
 demo: venv cluster site
 
@@ -100,13 +100,22 @@ controller-torch: venv
 	  || { echo "controller-torch: no torch wheel for $$($(PY) -V) in .cache/wheelhouse (made for the nodes' Python);" \
 	            "install torch into $(VENV) by hand" >&2; exit 1; }; fi
 
+# The tests of tests/integration that need neither a node nor torch: the real ansible-playbook against absent
+# nodes (refused on the controller before any contact) and the collection tarball as users install it. make test
+# runs them in the background beside the static checks (tests/make_test.sh); cluster-tests runs the rest.
+CONTROLLER_TESTS := $(addprefix tests/integration/,test_validate_refusals.py test_preflight_refusals.py \
+                                                   test_collection_tarball.py)
+
+controller-tests: venv
+	DDP_FAIL_ON_SKIP=1 $(PY) -m pytest -q -rs -p no:cacheprovider --durations=5 $(CONTROLLER_TESTS)
+
 # The Molecule scenario leaves its two nodes running for the cluster tests, then they are destroyed
 # (destroy checks that no container or network is left), whatever the tests said. The 25 slowest tests are listed.
 cluster-tests: venv
 	export MOLECULE_PROJECT_DIRECTORY=$(CURDIR); \
 	trap '$(BIN)/molecule destroy -s local' EXIT; \
 	$(BIN)/molecule test -s local && $(MAKE) --no-print-directory controller-torch \
-	  && DDP_FAIL_ON_SKIP=1 $(PY) -m pytest -q -rs --durations=25 tests/integration
+	  && DDP_FAIL_ON_SKIP=1 $(PY) -m pytest -q -rs --durations=25 $(addprefix --ignore=,$(CONTROLLER_TESTS)) tests/integration
 
 # The GPU stack roles forced on one node without a GPU, against stand-in packages with NVIDIA's names and
 # versions that the scenario builds and serves itself (molecule/gpu_stack). The scenario ends with destroy;

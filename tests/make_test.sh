@@ -6,15 +6,17 @@
 # node image: debootstrap + podman build; the reference wheelhouse with its Horovod build,
 # tools/reference_wheelhouse.sh), cached outside the clone, keyed by their recipe and versions (seconds when cached);
 # then `make gpu-stack-test`, the gpu_stack Molecule scenario (one node and its package server, nothing the static
-# checks use). Each of the two mostly keeps one of the two cores busy, so side by side they take about the time of
-# the longer one. cluster-tests starts once both are done: its timed checks (throughput floors, timeouts) run alone.
-# A background part that failed stops the run here with the end of its log (.cache/prefetch.log,
-# .cache/gpu-stack.log); the gpu_stack log is printed whole either way.
+# checks use), then `make controller-tests` (the integration tests that need no node). The static checks and the
+# background each mostly keep one of the two cores busy, so side by side they take about the time of the longer.
+# cluster-tests starts once both are done: its timed checks (throughput floors, timeouts) run alone.
+# A background part that failed stops the run here (.cache/prefetch.log: its end is printed; the logs of
+# gpu-stack-test and controller-tests, .cache/gpu-stack.log and .cache/controller-tests.log, are printed whole).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .cache
 prefetch_log=.cache/prefetch.log
 gpu_log=.cache/gpu-stack.log
+controller_log=.cache/controller-tests.log
 background_times=.cache/background.times
 start=$(date +%s)
 times=()
@@ -29,7 +31,7 @@ report() {
   fi
   echo "make test: time per phase (s)"
   printf '  %s\n' "${times[@]}"
-  printf '  %-26s %5d\n' total "$(($(date +%s) - start))"
+  printf '  %-30s %5d\n' total "$(($(date +%s) - start))"
   [ "$rc" -eq 0 ] || echo "make test: FAILED (exit $rc)"
 }
 trap report EXIT
@@ -38,21 +40,24 @@ phase() {
   local t
   t=$(date +%s)
   make --no-print-directory "$1"
-  times+=("$(printf '%-26s %5d' "$1" "$(($(date +%s) - t))")")
+  times+=("$(printf '%-30s %5d' "$1" "$(($(date +%s) - t))")")
 }
 
 : >"$prefetch_log"
 : >"$gpu_log"
+: >"$controller_log"
 : >"$background_times"
 # Its own process group (setsid), so that a failed run stops the image build, the download or the scenario with it.
 # shellcheck disable=SC2016  # expanded by the inner bash
 setsid bash -c '
   set -e
   t=$(date +%s); make --no-print-directory prefetch >"$1" 2>&1
-  printf "%-26s %5d\n" "prefetch (background)" "$(($(date +%s) - t))" >>"$3"
+  printf "%-30s %5d\n" "prefetch (background)" "$(($(date +%s) - t))" >>"$3"
   t=$(date +%s); make --no-print-directory gpu-stack-test >"$2" 2>&1
-  printf "%-26s %5d\n" "gpu-stack-test (background)" "$(($(date +%s) - t))" >>"$3"' \
-  background "$prefetch_log" "$gpu_log" "$background_times" &
+  printf "%-30s %5d\n" "gpu-stack-test (background)" "$(($(date +%s) - t))" >>"$3"
+  t=$(date +%s); make --no-print-directory controller-tests >"$4" 2>&1
+  printf "%-30s %5d\n" "controller-tests (background)" "$(($(date +%s) - t))" >>"$3"' \
+  background "$prefetch_log" "$gpu_log" "$background_times" "$controller_log" &
 background_pid=$!
 
 for p in lint sanity unit collection-checks docs; do phase "$p"; done
@@ -61,18 +66,22 @@ t=$(date +%s)
 background_rc=0
 wait "$background_pid" || background_rc=$?
 background_pid=
-times+=("$(printf '%-26s %5d' "background (waited for)" "$(($(date +%s) - t))")")
+times+=("$(printf '%-30s %5d' "background (waited for)" "$(($(date +%s) - t))")")
 while IFS= read -r line; do times+=("$line"); done <"$background_times"
-if [ -s "$gpu_log" ]; then
-  echo "make test: make gpu-stack-test (in the background, during the static checks):"
-  cat "$gpu_log"
-fi
+for part in gpu-stack-test:"$gpu_log" controller-tests:"$controller_log"; do
+  if [ -s "${part#*:}" ]; then
+    echo "make test: make ${part%%:*} (in the background, during the static checks):"
+    cat "${part#*:}"
+  fi
+done
 if [ "$background_rc" -ne 0 ]; then
-  if [ ! -s "$gpu_log" ]; then
+  if [ -s "$controller_log" ]; then
+    echo "make test: make controller-tests failed (its output is above, also in $controller_log)" >&2
+  elif [ -s "$gpu_log" ]; then
+    echo "make test: make gpu-stack-test failed (its log is above, also in $gpu_log)" >&2
+  else
     echo "make test: make prefetch failed (the node image or the reference wheelhouse); the end of $prefetch_log:" >&2
     tail -n 60 "$prefetch_log" >&2
-  else
-    echo "make test: make gpu-stack-test failed (its log is above, also in $gpu_log)" >&2
   fi
   exit 1
 fi
