@@ -8,10 +8,17 @@ from ansible_collections.ddp.cluster.plugins.module_utils import firewalld
 
 
 def firewalld_zone_todo(listing, sources=None, services=None, ports=None):
-    """{sources, services, ports} still to enable, from the permanent + runtime ``--list-all`` listing."""
+    """{sources, services, ports} still to enable, from the permanent + runtime ``--list-all`` listing.
+
+    ``listing`` is the command's output (str) or its lines (a list of str, as ``stdout_lines``). Lines need no
+    join in the task: with ansible-core 2.19, ``join('\\n')`` inside a YAML block scalar (``>-``) joined with a
+    backslash and an n, so nothing parsed and every item looked missing on every run.
+    """
+    if isinstance(listing, (list, tuple)) and all(isinstance(line, str) for line in listing):
+        listing = "\n".join(listing)
     if not isinstance(listing, str):
-        raise AnsibleFilterError("firewalld_zone_todo expects the command's output (a string), got %s"
-                                 % type(listing).__name__)
+        raise AnsibleFilterError("firewalld_zone_todo expects the command's output (a string, or a list of its lines), "
+                                 "got %s" % type(listing).__name__)
     permanent, runtime = firewalld.split_permanent_runtime(listing)
     try:
         return firewalld.zone_todo(permanent, runtime,

@@ -29,6 +29,18 @@ def test_complete_zone_needs_nothing():
         "sources": [], "services": [], "ports": []}
 
 
+def test_lines_as_the_role_passes_them():
+    """The firewall role passes stdout_lines after the port range line; a text whose lines were joined with a
+    backslash and an n (not a newline) parses as nothing, so every item is still to add."""
+    assert firewalld_zone_todo(COMPLETE.splitlines(), sources=NODES, services=["ssh"], ports=PORTS) == {
+        "sources": [], "services": [], "ports": []}
+    assert firewalld_zone_todo(RUNTIME_LACKS.splitlines(), sources=NODES)["sources"] == ["10.89.0.12"]
+    assert firewalld_zone_todo([], sources=NODES)["sources"] == NODES
+    assert firewalld_zone_todo("\\n".join(COMPLETE.splitlines()), sources=NODES)["sources"] == NODES
+    with pytest.raises(AnsibleFilterError, match="a list of its lines"):
+        firewalld_zone_todo([1, 2], sources=NODES)
+
+
 def test_ports_inside_a_merged_range_are_open():
     """firewalld merged 29400, the ephemeral range and the Slurm ports into 1024-65535: nothing to add again."""
     assert firewalld.parse_list_all(firewalld.split_permanent_runtime(MERGED)[0])["ports"] == ["1024-65535/tcp"]
