@@ -122,7 +122,8 @@ CLUSTER_OPTIONS = {
 }
 
 # Names the collection itself registers or sets (results, facts): never an input, never refused.
-RESERVED = frozenset(("ddp_health_gpu", "ddp_health_roce", "ddp_health_nccl", "ddp_benchmark_results"))
+RESERVED = frozenset(("ddp_health_gpu", "ddp_health_roce", "ddp_health_nccl", "ddp_benchmark_results",
+                      "pytorch_env_stack_probe"))
 
 # The training environment: one cluster-level variable; the roles' own names default to it.
 DEFAULT_ENV_PATH = "/opt/ddp/venv"

@@ -42,6 +42,15 @@ options:
         directly.
     type: path
     default: /opt/ddp/bin/ddp-env
+  probe_output:
+    description:
+      - What O(probe) printed (its JSON object) when a task earlier in the same run ran it, through O(launcher), in
+        O(python_env). It is used instead of running the probe again (importing torch costs seconds of CPU per
+        node). The pytorch_env role keeps it as C(pytorch_env_stack_probe) for the health stage of the same run.
+      - Pass only output of the same run, since the stack can change between runs. Every other read (driver, files,
+        manifests) is made by this call.
+      - Must hold the probe's key C(torch), or C(error) where torch did not import.
+    type: dict
   files:
     description: Files whose sha256 is returned and compared across nodes (a missing file gives null).
     type: list
@@ -109,6 +118,10 @@ expected:
   description: "The manifests read from O(manifest_dir), C({role: {key: value}})."
   returned: always
   type: dict
+probe_ran:
+  description: True when this call ran O(probe); false when it used O(probe_output).
+  returned: always
+  type: bool
 """
 
 import glob
@@ -159,7 +172,13 @@ def package_version(module, name):
 
 
 def run_probe(module, params):
-    """The probe's JSON, or (None, message)."""
+    """The probe's JSON, or (None, message); O(probe_output) when given, without running anything."""
+    given = params["probe_output"]
+    if given is not None:
+        if "torch" not in given and "error" not in given:
+            module.fail_json(msg="probe_output is not what the probe prints (no key 'torch' or 'error'): keys %s"
+                                 % (", ".join(sorted(given)) or "none"))
+        return given, None
     python = os.path.join(params["python_env"], "bin", "python")
     probe = params["probe"] or os.path.join(params["python_env"], "share", "ddp-cluster", "ddp_stack_probe.py")
     if not os.path.isabs(probe):
@@ -247,6 +266,7 @@ def build_module():
             python_env=dict(type="path", default="/opt/ddp/venv"),
             probe=dict(type="path"),
             launcher=dict(type="path", default="/opt/ddp/bin/ddp-env"),
+            probe_output=dict(type="dict"),
             files=dict(type="list", elements="path", default=["/etc/nccl.conf", "/etc/slurm/slurm.conf"]),
             manifest_dir=dict(type="path", default="/etc/ddp/expected"),
             timeout=dict(type="int", default=120),
@@ -262,7 +282,8 @@ def main():
     if not 1 <= params["timeout"] <= 600:
         module.fail_json(msg="timeout must be 1-600 seconds, got %d" % params["timeout"])
     stack, expected, problems = gather(module, params)
-    res = result(problems, stack=stack, flat=flatten(stack), expected=expected)
+    res = result(problems, stack=stack, flat=flatten(stack), expected=expected,
+                 probe_ran=params["probe_output"] is None)
     if should_fail(problems, params["fail_on"]):
         module.fail_json(msg=summary(res["problems"]), changed=False, **res)
     module.exit_json(changed=False, **res)

@@ -93,3 +93,29 @@ def test_torch_that_does_not_import_is_named(capsys, tmp_path):
 def test_relative_probe_is_refused(capsys, tmp_path):
     result = run_main(capsys, args(tmp_path, make_env(tmp_path), probe="ddp_stack_probe.py"))
     assert result["failed"] is True and "absolute path" in result["msg"]
+
+
+def test_probe_output_of_this_run_is_used_without_running_the_probe(capsys, tmp_path):
+    """What pytorch_env's run of the probe printed (pytorch_env_stack_probe) stands for the probe: nothing is run,
+    the other reads are made."""
+    env = make_env(tmp_path, probe=False)  # no probe installed: running it would be STACK_PROBE_FAILED
+    given = {"torch": {"version": "2.13.0", "cuda": None, "cudnn": None, "nccl": None, "cuda_available": False},
+             "mapped": [], "wheel_lib_dirs": {}, "env": {"NCCL_NET_PLUGIN": None, "LD_LIBRARY_PATH": None,
+                                                         "LD_PRELOAD": None, "HPCX_DIR": None}}
+    result = run_main(capsys, args(tmp_path, env, probe_output=given))
+    assert result["healthy"] is True, result["problems"]
+    assert result["probe_ran"] is False
+    assert result["stack"]["torch"] == given["torch"]
+    assert result["stack"]["files"][str(tmp_path / "absent.conf")] is None
+    # the probe's own failure, as it printed it, is still a problem
+    failed = run_main(capsys, args(tmp_path, env, probe_output={"torch": None, "error": "ImportError: no torch"},
+                                   fail_on="never"))
+    assert [p["code"] for p in failed["problems"]] == ["STACK_PROBE_FAILED"]
+    assert "ImportError: no torch" in failed["problems"][0]["message"]
+    # anything else is refused, naming what it got
+    refused = run_main(capsys, args(tmp_path, env, probe_output={"version": "2.13.0"}))
+    assert refused["failed"] is True and "no key 'torch' or 'error'" in refused["msg"] and "version" in refused["msg"]
+
+
+def test_probe_runs_without_probe_output(capsys, tmp_path):
+    assert run_main(capsys, args(tmp_path, make_env(tmp_path)))["probe_ran"] is True
