@@ -1,0 +1,22 @@
+# Copyright: ddp.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""accounts_todo: a thin wrapper over plugins/module_utils/accounts.py (pure, unit-tested)."""
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.ddp.cluster.plugins.module_utils import accounts
+
+
+def accounts_todo(listing, groups=None, users=None):
+    """{groups, users} still to create or change, from ``getent passwd ...; echo '--- group'; getent group ...``."""
+    try:
+        return accounts.accounts_todo(listing, list(groups or []), list(users or []))
+    except (TypeError, KeyError, ValueError) as exc:
+        raise AnsibleFilterError("accounts_todo: %s" % exc)
+
+
+class FilterModule(object):
+    """ddp.cluster account filters."""
+
+    def filters(self):
+        return {"accounts_todo": accounts_todo}
