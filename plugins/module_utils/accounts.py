@@ -21,6 +21,32 @@ def _lines(listing):
     raise TypeError("the getent listing must be a string or a list of lines, got %s" % type(listing).__name__)
 
 
+def parse_passwd(listing):
+    """``{name: {"uid": int, "gid": int, "home": str, "shell": str}}`` from ``getent passwd`` (str or lines).
+
+    Malformed lines are skipped. :raises TypeError: when ``listing`` is neither a string nor lines.
+    """
+    users = {}
+    for line in _lines(listing):
+        fields = line.rstrip("\n").split(":")
+        if len(fields) >= 7 and fields[2].isdigit() and fields[3].isdigit():
+            users[fields[0]] = {"uid": int(fields[2]), "gid": int(fields[3]), "home": fields[5], "shell": fields[6]}
+    return users
+
+
+def parse_group(listing):
+    """``{name: gid}`` from ``getent group`` (str or lines). Malformed lines are skipped.
+
+    :raises TypeError: when ``listing`` is neither a string nor lines.
+    """
+    groups = {}
+    for line in _lines(listing):
+        fields = line.rstrip("\n").split(":")
+        if len(fields) >= 3 and fields[2].isdigit():
+            groups[fields[0]] = int(fields[2])
+    return groups
+
+
 def parse_listing(listing):
     """``(users, groups)`` from the combined listing.
 
@@ -29,19 +55,9 @@ def parse_listing(listing):
         ``groups``: ``{name: gid (int)}``. Malformed lines are skipped.
     :raises TypeError: when ``listing`` is neither.
     """
-    users, groups = {}, {}
-    in_groups = False
-    for line in _lines(listing):
-        if line.strip() == MARKER:
-            in_groups = True
-            continue
-        fields = line.rstrip("\n").split(":")
-        if in_groups:
-            if len(fields) >= 3 and fields[2].isdigit():
-                groups[fields[0]] = int(fields[2])
-        elif len(fields) >= 7 and fields[2].isdigit() and fields[3].isdigit():
-            users[fields[0]] = {"uid": int(fields[2]), "gid": int(fields[3]), "home": fields[5], "shell": fields[6]}
-    return users, groups
+    lines = _lines(listing)
+    split = next((i for i, line in enumerate(lines) if line.strip() == MARKER), len(lines))
+    return parse_passwd(lines[:split]), parse_group(lines[split + 1:])
 
 
 def accounts_todo(listing, groups=None, users=None):

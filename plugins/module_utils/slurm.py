@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.ddp.cluster.plugins.module_utils.accounts import parse_group, parse_passwd
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
 
 # The reason prefix of drains this collection sets; only those are ever resumed by it.
@@ -215,16 +216,6 @@ def drain_plan(states, errors, prefix=DRAIN_PREFIX):
     return plan
 
 
-def parse_getent(text):
-    """Parse ``getent passwd`` or ``getent group`` lines into {name: id}."""
-    out = {}
-    for line in (text or "").splitlines():
-        fields = line.split(":")
-        if len(fields) >= 3 and fields[2].strip().isdigit():
-            out[fields[0]] = int(fields[2])
-    return out
-
-
 def account_problems(node, passwd_text, group_text, wanted):
     """Accounts on one node whose ids differ from the ones the cluster needs.
 
@@ -235,8 +226,8 @@ def account_problems(node, passwd_text, group_text, wanted):
     :returns: problems with code ``ACCOUNT_ID_MISMATCH``: the name exists with another id, or the id is
         taken by another name. An account that does not exist yet is fine (it will be created).
     """
-    users = parse_getent(passwd_text)
-    groups = parse_getent(group_text)
+    users = {name: user["uid"] for name, user in parse_passwd(passwd_text or "").items()}
+    groups = parse_group(group_text or "")
     by_uid = {v: k for k, v in users.items()}
     by_gid = {v: k for k, v in groups.items()}
     out = []
