@@ -44,8 +44,13 @@ def slurm_drain_plan(states, errors):
     return slurm.drain_plan(states or {}, errors)
 
 
-def slurm_account_problems(passwd_text, group_text, wanted, node):
-    """ACCOUNT_ID_MISMATCH problems of one node from its `getent passwd` / `getent group`."""
+def slurm_account_problems(passwd_text, group_text=None, wanted=None, node=None):
+    """ACCOUNT_ID_MISMATCH problems of one node from its `getent passwd` / `getent group`.
+
+    Without group_text, passwd_text is the combined listing (getent passwd, a line "--- group", getent group).
+    """
+    if node is None:
+        raise AnsibleFilterError("slurm_account_problems: node is required")
     return slurm.account_problems(node, passwd_text, group_text, wanted or [])
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.ddp.cluster.plugins.module_utils.accounts import parse_group, parse_passwd
+from ansible_collections.ddp.cluster.plugins.module_utils.accounts import parse_group, parse_listing, parse_passwd
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
 
 # The reason prefix of drains this collection sets; only those are ever resumed by it.
@@ -220,14 +220,19 @@ def account_problems(node, passwd_text, group_text, wanted):
     """Accounts on one node whose ids differ from the ones the cluster needs.
 
     :param node: the node's name (for the subject).
-    :param passwd_text: ``getent passwd`` output of the node; ``group_text`` likewise for groups.
+    :param passwd_text: ``getent passwd`` output of the node; ``group_text`` likewise for groups. With
+        ``group_text`` None, ``passwd_text`` is the combined listing of one command (``getent passwd``, a line
+        ``--- group``, ``getent group``: :func:`accounts.parse_listing`).
     :param wanted: list of {"name", "uid", "gid", "variable"}: an account that must have these ids
         everywhere (Slurm and munge compare uids across nodes: munge.7, slurm.conf(5) SlurmUser).
     :returns: problems with code ``ACCOUNT_ID_MISMATCH``: the name exists with another id, or the id is
         taken by another name. An account that does not exist yet is fine (it will be created).
     """
-    users = {name: user["uid"] for name, user in parse_passwd(passwd_text or "").items()}
-    groups = parse_group(group_text or "")
+    if group_text is None:
+        user_table, groups = parse_listing(passwd_text or "")
+    else:
+        user_table, groups = parse_passwd(passwd_text or ""), parse_group(group_text)
+    users = {name: user["uid"] for name, user in user_table.items()}
     by_uid = {v: k for k, v in users.items()}
     by_gid = {v: k for k, v in groups.items()}
     out = []

@@ -93,6 +93,29 @@ def test_hostname_on_loopback_is_refused_by_preflight():
     assert "- ddp-mol1: [PREFLIGHT_HOST_LOOPBACK]" not in out
 
 
+def test_an_account_id_taken_on_one_node_is_refused_by_preflight():
+    """ACCOUNT_ID_MISMATCH: the cluster user's uid/gid is held by another account on ddp-mol2 only.
+
+    The cluster user is renamed for this run (-e ddp_cluster_user, an account that does not exist yet, which is
+    fine) and given the ids of a throwaway user and group made on ddp-mol2: preflight reads both nodes' users and
+    groups in one command each and refuses ddp-mol2 for the user and the group, not ddp-mol1.
+    """
+    podman_exec("ddp-mol2", "sh", "-c", "groupadd -g 4242 ddp-idtest && useradd -u 4242 -g 4242 -M -N"
+                                        " -s /usr/sbin/nologin ddp-idtest")
+    try:
+        proc, _elapsed = run_playbook("playbooks/preflight.yml", "-e", "ddp_cluster_user=ddp-idnew",
+                                      "-e", "ddp_cluster_uid=4242")
+    finally:
+        podman_exec("ddp-mol2", "sh", "-c", "userdel ddp-idtest; groupdel ddp-idtest 2>/dev/null; true")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    for kind in ("user", "group"):
+        assert ("[ACCOUNT_ID_MISMATCH] ddp-mol2: %s ddp-idnew: id 4242 for %s ddp-idnew is already taken on ddp-mol2"
+                " by ddp-idtest" % (kind, kind)) in out, out[-3000:]
+    assert "ddp-mol1: user ddp-idnew" not in out and "ddp-mol1: group ddp-idnew" not in out
+    assert podman_exec("ddp-mol2", "getent", "passwd", "ddp-idtest", check=False).returncode == 2
+
+
 def test_health_names_the_blocked_pair_within_its_window():
     """C03 in the health stage: ddp-mol1's firewall rejects ddp-mol2; the mesh probe names that pair only."""
     addr = podman_exec("ddp-mol2", "hostname", "-I").stdout.split()[0]

@@ -190,6 +190,19 @@ def test_accounts_made_by_the_packages_are_refused_with_the_node():
     assert "has id 103 on ddp-node1, the cluster needs 950" in problems[2]["message"]
 
 
+def test_the_combined_listing_of_one_command_gives_the_same_problems():
+    """preflight reads ``getent passwd; echo '--- group'; getent group`` in one command per node."""
+    passwd = fixture("getent_passwd_debian12_slurm-munge-installed.txt")
+    group = fixture("getent_group_debian12_slurm-munge-installed.txt")
+    combined = passwd.rstrip("\n") + "\n--- group\n" + group
+    expected = slurm.account_problems("ddp-node1", passwd, group, WANTED)
+    assert expected
+    assert slurm.account_problems("ddp-node1", combined, None, WANTED) == expected
+    # without the marker nothing is read as a group: only the users' problems are left
+    users_only = slurm.account_problems("ddp-node1", passwd, None, WANTED)
+    assert [p["subject"] for p in users_only] == ["ddp-node1: user ddp", "ddp-node1: user munge"]
+
+
 def test_ids_that_match_or_do_not_exist_yet_are_fine():
     wanted = [dict(WANTED[1]), {"name": "newuser", "uid": 3000, "gid": 3000, "variable": "v"}]
     assert slurm.account_problems("n", fixture("getent_passwd_debian12_slurm-munge-installed.txt"),
