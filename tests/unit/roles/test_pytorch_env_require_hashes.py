@@ -168,11 +168,11 @@ def test_a_second_run_installs_nothing_and_changes_nothing(converged):
     assert json.loads((converged["tmp"] / "pip-input.json").read_text())["cmd"] is None
     # pip.yml includes its install tasks (pip_install.yml) only when a node lacks a package: not even included here
     assert _status(again.stdout, "pip | Install what is missing") == "skipping", again.stdout
-    for task in ("pip | Serve the wheelhouse", "pip | Install the packages with the environment's pip"):
+    for task in ("pip_install | Serve the wheelhouse", "pip_install | Install the packages with the environment's pip"):
         assert _status(again.stdout, task) is None, again.stdout
-    assert _status(again.stdout, "wheelhouse | Resolve the requirements from the wheelhouse alone") == "skipping"
-    assert _status(converged["proc"].stdout, "pip | Serve the wheelhouse") == "ok"
-    assert _status(converged["proc"].stdout, "wheelhouse | Resolve the requirements from the wheelhouse alone") == "ok"
+    assert _status(again.stdout, "wheelhouse_lock | Resolve the requirements from the wheelhouse alone") == "skipping"
+    assert _status(converged["proc"].stdout, "pip_install | Serve the wheelhouse") == "ok"
+    assert _status(converged["proc"].stdout, "wheelhouse_lock | Resolve the requirements from the wheelhouse alone") == "ok"
 
 
 def test_copy_transport_copies_the_wheelhouse_and_installs_with_find_links(tmp_path_factory):
