@@ -53,6 +53,7 @@ PROBLEM_CODES = (
     "VALIDATE_DOWNLOAD_NO_CHECKSUM",
     "VALIDATE_REPO_KEY",
     "VALIDATE_REQUIRE_HASHES",
+    "VALIDATE_SHRINK",
 )
 
 # Variables with one of these prefixes are ours: a name that no role and no playbook reads is refused.
@@ -119,6 +120,10 @@ CLUSTER_OPTIONS = {
     "ddp_health_history_file": {"type": "path"},
     "ddp_health_repeat_window_days": {"type": "float", "min": 0.001, "max": 3650},
     "ddp_health_repeat_threshold": {"type": "int", "min": 2, "max": 1000},
+    # Day 2 (playbooks/shrink.yml, playbooks/rolling.yml)
+    "ddp_shrink_nodes": {"type": "list", "elements": "str"},
+    "ddp_drain_timeout": {"type": "int", "min": 1, "max": 604800},
+    "ddp_rolling_batch": {"type": "int", "min": 1},
 }
 
 # Names the collection itself registers or sets (results, facts): never an input, never refused.
@@ -531,6 +536,35 @@ def _node_problems(values, known):
     return out
 
 
+def _shrink_problems(values, nodes, head_hosts):
+    """ddp_shrink_nodes (playbooks/shrink.yml): only nodes of the inventory, never the head, never every node."""
+    leaving = values.get("ddp_shrink_nodes")
+    if not isinstance(leaving, (list, tuple)) or not all(isinstance(n, str) for n in leaving):
+        return []  # the type rule names it
+    out = []
+    unknown = sorted(set(leaving) - set(nodes))
+    if unknown:
+        out.append(_problem(
+            "VALIDATE_SHRINK", "ddp_shrink_nodes",
+            "%s: not a node of this inventory's nodes group (%s), so there is nothing to take out"
+            % (", ".join(unknown), ", ".join(sorted(nodes)) or "empty"),
+            "name inventory hosts of the nodes group (check the spelling, and the inventory given with -i)."))
+    heads = sorted(set(leaving) & set(head_hosts))
+    if heads:
+        out.append(_problem(
+            "VALIDATE_SHRINK", "ddp_shrink_nodes",
+            "%s is the head node (Slurm's controller, the rendezvous host and the key source): removing it would take "
+            "the cluster down" % ", ".join(heads),
+            "move the head first (put another node in the head group and run site.yml), then remove this one."))
+    if nodes and not set(nodes) - set(leaving):
+        out.append(_problem(
+            "VALIDATE_SHRINK", "ddp_shrink_nodes",
+            "every node of the cluster is named (%s): the last node cannot be removed" % ", ".join(sorted(nodes)),
+            "keep at least one node; to take the whole cluster down, stop using it (playbooks/local_cluster.yml "
+            "-e local_cluster_state=absent for the local one)."))
+    return out
+
+
 def validate(cfg):
     """All problems of one run, before any node is contacted.
 
@@ -583,6 +617,7 @@ def validate(cfg):
     if isinstance(addr, str) and addr.strip():
         shape["rdzv_addr"] = addr
     out.extend(inventory_problems(shape))
+    out.extend(_shrink_problems(first, sorted(nodes), list(cfg.get("head_hosts") or [])))
 
     unique = []
     for p in out:

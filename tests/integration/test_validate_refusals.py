@@ -109,3 +109,30 @@ def test_good_input_passes_validate_once_and_reaches_the_nodes():
     # Validated once: the later stage imports skip the check.
     assert out.count("validate | Check every input") == 1, out[-3000:]
     assert "Look for a Python" in out
+
+
+# playbooks/shrink.yml's refusals (ddp_shrink_nodes): the head, the last node (every node named), a host not in the
+# inventory; each refused by the validate stage before any node is contacted, so nothing is changed.
+SHRINK_CASES = [
+    (["ddp-absent1"], "the head node"),
+    (["ddp-absent1", "ddp-absent2"], "the last node cannot be removed"),
+    (["ddp-absent9"], "ddp-absent9: not a node of this inventory"),
+]
+
+
+@pytest.mark.parametrize("leaving, words", SHRINK_CASES, ids=["head", "last-node", "not-in-inventory"])
+def test_shrink_refuses_before_contact(leaving, words):
+    proc, out = run("playbooks/shrink.yml", {"ddp_shrink_nodes": leaving})
+    assert_refused_before_contact(proc, out, "VALIDATE_SHRINK", "ddp_shrink_nodes")
+    assert words in out, out[-3000:]
+
+
+def test_shrink_without_nodes_is_refused_on_the_controller():
+    proc, out = run("playbooks/shrink.yml", {})
+    assert proc.returncode != 0 and "[DAY2_SHRINK_NOTHING]" in out, out[-3000:]
+    assert "UNREACHABLE" not in out, out[-3000:]
+
+
+def test_rolling_refuses_a_bad_batch_before_contact():
+    proc, out = run("playbooks/rolling.yml", {"ddp_rolling_batch": 0})
+    assert_refused_before_contact(proc, out, "VALIDATE_RANGE", "ddp_rolling_batch")

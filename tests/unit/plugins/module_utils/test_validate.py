@@ -107,6 +107,13 @@ BAD = [
     ({"pytorch_env_path": "/opt/other"}, "VALIDATE_ENV_PATH", "pytorch_env_path", "ddp_env_path"),
     ({"ddp_env_path": "/srv/env", "ddp_benchmark_env_path": "/opt/ddp/venv"}, "VALIDATE_ENV_PATH",
      "ddp_benchmark_env_path", "ddp_env_path"),
+    # day 2: shrink.yml's refusals (the head, the last node, a node not in the inventory), the drain bound, the batch
+    ({"ddp_shrink_nodes": ["node0"]}, "VALIDATE_SHRINK", "ddp_shrink_nodes", "head"),
+    ({"ddp_shrink_nodes": ["node9"]}, "VALIDATE_SHRINK", "ddp_shrink_nodes", "node9: not a node"),
+    ({"ddp_shrink_nodes": "node1"}, "VALIDATE_TYPE", "ddp_shrink_nodes", "list"),
+    ({"ddp_drain_timeout": 0}, "VALIDATE_RANGE", "ddp_drain_timeout", "at least 1"),
+    ({"ddp_rolling_batch": 0}, "VALIDATE_RANGE", "ddp_rolling_batch", "at least 1"),
+    ({"ddp_rolling_batch": "25%"}, "VALIDATE_TYPE", "ddp_rolling_batch", "integer"),
 ]
 
 
@@ -145,6 +152,9 @@ GOOD = [
     {"pytorch_env_require_hashes": True, "pytorch_env_wheelhouse": "/srv/wheelhouse"},
     {"pytorch_env_require_hashes": False},
     {"pytorch_env_wheelhouse_port": 0}, {"pytorch_env_wheelhouse_port": 8765, "pytorch_env_wheelhouse_transport": "copy"},
+    # the README's Day 2 examples
+    {"ddp_shrink_nodes": ["node1"], "ddp_drain_timeout": 600}, {"ddp_rolling_batch": 1, "ddp_torch_version": "2.13.0"},
+    {"ddp_rolling_batch": "2", "ddp_drain_timeout": "3600"},
     {"slurm_epel_gpg_key_fingerprint": "FF8A D134 4597 106E CE81  3B91 8A38 72BF 3228 467C",
      "slurm_epel_gpg_key_url": "https://mirror.invalid/epel/RPM-GPG-KEY-EPEL-9",
      "nvidia_repo_epel_gpg_key_fingerprint": "94E279EB8D8F25B21810ADF121EA45AB2F86D6A1"},
@@ -176,6 +186,13 @@ def test_ansible_host_list_is_refused():
 def test_inventory_shape_comes_from_preflight():
     assert ("PREFLIGHT_NO_HEAD", "ddp_head_group") in found(run(heads=()))
     assert ("PREFLIGHT_NO_NODES", "ddp_nodes_group") in found(run(nodes={}, heads=()))
+
+
+def test_the_last_node_cannot_be_removed():
+    problems = run({"ddp_shrink_nodes": ["node1"]}, nodes={"node0": {}, "node1": {}}, heads=("node9",))
+    assert [p["message"] for p in problems if p["code"] == "VALIDATE_SHRINK"] == []
+    problems = run({"ddp_shrink_nodes": ["node1", "node2"]}, nodes={"node1": {}, "node2": {}}, heads=())
+    assert any("the last node cannot be removed" in p["message"] for p in problems), problems
 
 
 def test_every_code_is_listed():
