@@ -59,6 +59,30 @@ def slurm_job_failure_nodes(job_nodes, states, job_output=""):
     return slurm.job_failure_nodes(list(job_nodes or []), states or {}, job_output or "")
 
 
+def slurm_conf_nodes(slurm_text, gres_text=""):
+    """{NodeName: {name, line, gres, gpus, mem_per_cpu}} of a running cluster's slurm.conf and gres.conf."""
+    return _wrap(slurm.conf_nodes, slurm_text or "", gres_text or "")
+
+
+def slurm_conf_tracking(slurm_text):
+    """{mode, proctrack, task, jobacct, reason} of a running cluster's slurm.conf (None where it sets none)."""
+    return _wrap(slurm.conf_tracking, slurm_text or "")
+
+
+def slurm_apply_plan(new_text, old_text="", other_files_changed=False):
+    """{action: none|reconfigure|restart, added, removed, changed, why} to apply a new slurm.conf."""
+    return _wrap(slurm.apply_plan, old_text or "", new_text or "", bool(other_files_changed))
+
+
+def slurm_join_outcome(stdout, rc):
+    """{action: resume|drain, reason} for a joining node from its health command's output and exit status."""
+    try:
+        rc = int(rc)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError("slurm_join_outcome: rc must be an exit status, got %r" % (rc,))
+    return slurm.join_outcome(rc, stdout or "")
+
+
 class FilterModule(object):
     """ddp.cluster slurm filters."""
 
@@ -71,4 +95,8 @@ class FilterModule(object):
             "slurm_drain_plan": slurm_drain_plan,
             "slurm_account_problems": slurm_account_problems,
             "slurm_job_failure_nodes": slurm_job_failure_nodes,
+            "slurm_conf_nodes": slurm_conf_nodes,
+            "slurm_conf_tracking": slurm_conf_tracking,
+            "slurm_apply_plan": slurm_apply_plan,
+            "slurm_join_outcome": slurm_join_outcome,
         }

@@ -274,3 +274,145 @@ def job_failure_nodes(job_nodes, states, job_output=""):
         why = "Slurm state %s%s" % (bad["state"], (" (%s)" % bad["reason"]) if bad["reason"] else "")
         named[bad["node"]] = (named[bad["node"]] + "; " + why) if bad["node"] in named else why
     return [{"node": n, "why": named[n]} for n in job_nodes if n in named]
+
+
+# slurm.conf keys whose new value ``scontrol reconfigure`` applies to the running daemons (Slurm 22.05: scontrol(1),
+# "reconfigure": most parameters are re-read, those that need a daemon restart are noted in slurm.conf(5); slurmctld
+# and every slurmd must be restarted when nodes are added or removed). Only the keys this collection writes and
+# knows to be re-read are listed: a change to any other key, to a NodeName line, or to gres.conf/cgroup.conf takes
+# the restart path (the safe side: jobs are kept either way, a restart only costs a few seconds of scheduling).
+RECONFIGURE_KEYS = frozenset((
+    "DefMemPerCPU", "HealthCheckInterval", "HealthCheckNodeState", "HealthCheckProgram", "ReturnToService",
+    "SlurmdTimeout", "SrunPortRange",
+))
+# The reason of a drain set while a node joins (new, reinstalled or returning), until its health check passes.
+JOIN_REASON = DRAIN_PREFIX + "joining (health check pending)"
+
+
+def parse_conf(text):
+    """Parse a slurm.conf as this collection writes it (``KEY=value`` lines, NodeName and PartitionName lines).
+
+    :param text: the file's content ('' or None: no file).
+    :returns: dict ``keys`` ({key: value} of the single-value lines, comments dropped), ``nodes``
+        ({NodeName: the line without ``State=...``}), ``partitions`` ({PartitionName: line}).
+    :raises SlurmParseError: on a line that is neither a comment nor ``KEY=value``.
+    """
+    out = {"keys": {}, "nodes": {}, "partitions": {}}
+    for raw in (text or "").splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if "=" not in line:
+            raise SlurmParseError("slurm.conf: not a KEY=value line: %r" % raw)
+        key, value = line.split("=", 1)
+        if key == "NodeName":
+            words = [w for w in line.split() if not w.startswith("State=")]
+            out["nodes"][value.split()[0]] = " ".join(words)
+        elif key == "PartitionName":
+            out["partitions"][value.split()[0]] = line
+        else:
+            out["keys"][key] = value.strip()
+    return out
+
+
+def conf_nodes(slurm_text, gres_text=""):
+    """The nodes a running cluster's slurm.conf and gres.conf define, as :func:`node_entry` returns them.
+
+    A run limited to some nodes (``--limit``) takes the lines of the nodes it does not touch from here: the
+    controller's files are the cluster's record of them.
+
+    :returns: {NodeName: {"name", "line", "gres", "gpus", "mem_per_cpu"}} (mem_per_cpu: RealMemory // CPUs, MiB).
+    """
+    conf = parse_conf(slurm_text)
+    gres = {}
+    for raw in (gres_text or "").splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line.startswith("NodeName="):
+            gres.setdefault(line.split()[0].split("=", 1)[1], []).append(line)
+    out = {}
+    for name, line in conf["nodes"].items():
+        pairs = dict(w.split("=", 1) for w in line.split() if "=" in w)
+        try:
+            per_cpu = max(1, int(pairs["RealMemory"]) // max(1, int(pairs["CPUs"])))
+        except (KeyError, ValueError):
+            raise SlurmParseError("slurm.conf: the NodeName line of %s lacks a numeric CPUs or RealMemory: %r"
+                                  % (name, line))
+        out[name] = {"name": name, "line": line, "gres": gres.get(name, []), "gpus": len(gres.get(name, [])),
+                     "mem_per_cpu": per_cpu}
+    return out
+
+
+def conf_tracking(slurm_text):
+    """The process tracking a running cluster's slurm.conf uses, in :func:`process_tracking`'s shape (None if unset)."""
+    keys = parse_conf(slurm_text)["keys"]
+    if "ProctrackType" not in keys:
+        return None
+    mode = "cgroup" if keys["ProctrackType"] == "proctrack/cgroup" else "linuxproc"
+    return {"mode": mode, "proctrack": keys["ProctrackType"], "task": keys.get("TaskPlugin", "task/none"),
+            "jobacct": keys.get("JobAcctGatherType", "jobacct_gather/linux"),
+            "reason": "as the cluster's slurm.conf has it"}
+
+
+def apply_plan(old_text, new_text, other_files_changed=False):
+    """How to make the running daemons use a new slurm.conf without losing running or pending jobs.
+
+    :param old_text: the controller's slurm.conf before this run ('' or None: none yet).
+    :param new_text: the slurm.conf this run writes.
+    :param other_files_changed: gres.conf or cgroup.conf changed on some node (read at daemon start).
+    :returns: dict ``action`` (``none``, ``reconfigure`` or ``restart``), ``added``/``removed`` (NodeNames),
+        ``changed`` (keys whose value changed, sorted) and ``why`` (one sentence).
+        ``restart`` means: stop slurmd on every node, restart slurmctld (its StateSaveLocation keeps the queue),
+        start slurmd again (stackhpc/ansible-role-openhpc PR #200: slurmd running while slurmctld restarts with
+        a changed configuration can leave nodes INVAL; job steps run on under slurmstepd meanwhile).
+    """
+    if not (old_text or "").strip():
+        return {"action": "restart", "added": [], "removed": [], "changed": [],
+                "why": "no slurm.conf on the controller before this run"}
+    old, new = parse_conf(old_text), parse_conf(new_text)
+    added = sorted(set(new["nodes"]) - set(old["nodes"]))
+    removed = sorted(set(old["nodes"]) - set(new["nodes"]))
+    changed = sorted(k for k in set(old["keys"]) | set(new["keys"]) if old["keys"].get(k) != new["keys"].get(k))
+    node_lines = sorted(n for n in set(old["nodes"]) & set(new["nodes"]) if old["nodes"][n] != new["nodes"][n])
+    plan = {"added": added, "removed": removed, "changed": changed}
+    if added or removed:
+        why = "nodes %s" % "; ".join(
+            p for p in ("added: " + ", ".join(added) if added else "", "removed: " + ", ".join(removed) if removed
+                        else "") if p)
+        return dict(plan, action="restart", why=why + " (Slurm 22.05 restarts slurmctld and every slurmd for that)")
+    if node_lines:
+        return dict(plan, action="restart", why="the NodeName line of %s changed" % ", ".join(node_lines))
+    if other_files_changed:
+        return dict(plan, action="restart", why="gres.conf or cgroup.conf changed (read when the daemons start)")
+    need_restart = [k for k in changed if k not in RECONFIGURE_KEYS]
+    if need_restart:
+        return dict(plan, action="restart", why="%s changed (not applied by scontrol reconfigure)"
+                    % ", ".join(need_restart))
+    if changed or old["partitions"] != new["partitions"]:
+        return dict(plan, action="reconfigure",
+                    why="%s changed (scontrol reconfigure applies it)" % (", ".join(changed) or "a partition"))
+    return dict(plan, action="none", why="slurm.conf is unchanged")
+
+
+def join_outcome(rc, stdout, prefix=DRAIN_PREFIX):
+    """What to do with a joining node after its health command ran (ddp-health: exit 0 keep, 1 remove, 2 could not run).
+
+    :param rc: the command's exit status.
+    :param stdout: its output. ddp-health lists each problem on a line ``  [CODE] error <subject>: ...``; the codes
+        of the ``error`` lines are the reason (as the health stage drains), else those ending its first line
+        (``ddp-health: FAIL on n3 in 0.02 s: CODE, CODE``).
+    :returns: ``{"action": "resume", "reason": None}`` or ``{"action": "drain", "reason": "<prefix><CODES>"}``; without
+        codes the reason is ``JOIN_HEALTH_FAILED`` for exit 1 and ``JOIN_HEALTH_UNKNOWN`` for any other status.
+    """
+    if rc == 0:
+        return {"action": "resume", "reason": None}
+    text = stdout or ""
+    codes = []
+    if rc == 1:
+        codes = re.findall(r"(?m)^\s*\[([A-Z][A-Z0-9_]*)\] error\b", text)
+        first = text.strip().splitlines()[:1]
+        match = re.search(r":\s*([A-Z][A-Z0-9_]*(?:,\s*[A-Z][A-Z0-9_]*)*)\s*$", first[0]) if first else None
+        if not codes and match:
+            codes = [c.strip() for c in match.group(1).split(",")]
+    if not codes:
+        codes = ["JOIN_HEALTH_FAILED" if rc == 1 else "JOIN_HEALTH_UNKNOWN"]
+    return {"action": "drain", "reason": prefix + ",".join(sorted(set(codes)))}
