@@ -316,4 +316,9 @@ def test_default_script_is_where_pytorch_env_installs_it():
     assert "__pytorch_env_programs" in copy[0]["loop"]
     assert "ddp_dist.py" in copy[0]["vars"]["__pytorch_env_programs"], "and the module it imports, beside it"
     assert copy[0]["ansible.builtin.copy"]["dest"] == "{{ item }}"
-    assert "pytorch_env_path ~ '/share/ddp-cluster/'" in copy[0]["vars"]["__pytorch_env_programs_wanted"]
+    # into the stack's own folder, which pytorch_env_path is a link to (switch.yml): <env>/share/ddp-cluster through it
+    assert "__pytorch_env_target ~ '/share/ddp-cluster/'" in copy[0]["vars"]["__pytorch_env_programs_wanted"]
+    with open(os.path.join(ROOT, "roles", "pytorch_env", "tasks", "switch.yml")) as handle:
+        link = [t for t in yaml.safe_load(handle) if "ansible.builtin.file" in t and t["ansible.builtin.file"].get("state") == "link"]
+    assert link and link[0]["ansible.builtin.file"]["dest"] == "{{ pytorch_env_path }}"
+    assert link[0]["ansible.builtin.file"]["src"] == "{{ __pytorch_env_target }}"
