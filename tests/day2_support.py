@@ -140,9 +140,11 @@ def job(jobid):
     return dict(re.findall(r"(\w+)=(\S*)", out))
 
 
+ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY")
+
+
 def job_done(jobid, timeout):
-    wait_until(lambda: job(jobid).get("JobState") in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
-                                                       "OUT_OF_MEMORY"), timeout, 3)
+    wait_until(lambda: job(jobid).get("JobState") in ENDED, timeout, 3)
     return job(jobid)
 
 

@@ -66,7 +66,7 @@ def test_rolling_update_keeps_the_long_job_and_runs_the_queued_one(roll):
         # queued while the first batch is drained for maintenance
         assert wait_until(lambda: node_states()[NODES[0]][1] == "ddp:maintenance", 300), node_states()
         queued = sbatch("-N", "1", "--wrap", "srun hostname")
-        out, _ = rollout.communicate(timeout=1800)
+        out = rollout.communicate(timeout=1800)[0]
     finally:
         if rollout.poll() is None:
             rollout.kill()
