@@ -69,9 +69,11 @@ def slurm_conf_tracking(slurm_text):
     return _wrap(slurm.conf_tracking, slurm_text or "")
 
 
-def slurm_apply_plan(new_text, old_text="", other_files_changed=False):
+def slurm_apply_plan(new_text, old_text="", other_files_changed=False, running_nodes=None):
     """{action: none|reconfigure|restart, added, removed, changed, why} to apply a new slurm.conf."""
-    return _wrap(slurm.apply_plan, old_text or "", new_text or "", bool(other_files_changed))
+    if running_nodes is not None and not isinstance(running_nodes, (list, tuple)):
+        raise AnsibleFilterError("slurm_apply_plan: running_nodes must be a list of node names")
+    return _wrap(slurm.apply_plan, old_text or "", new_text or "", bool(other_files_changed), running_nodes)
 
 
 def slurm_join_outcome(stdout, rc):

@@ -353,12 +353,15 @@ def conf_tracking(slurm_text):
             "reason": "as the cluster's slurm.conf has it"}
 
 
-def apply_plan(old_text, new_text, other_files_changed=False):
+def apply_plan(old_text, new_text, other_files_changed=False, running_nodes=None):
     """How to make the running daemons use a new slurm.conf without losing running or pending jobs.
 
     :param old_text: the controller's slurm.conf before this run ('' or None: none yet).
     :param new_text: the slurm.conf this run writes.
     :param other_files_changed: gres.conf or cgroup.conf changed on some node (read at daemon start).
+    :param running_nodes: the nodes the running slurmctld knows (``sinfo -h -N -o %N``), or None. A slurm.conf
+        written by an earlier run that stopped before the daemons took it looks unchanged on disk; the running node
+        set still shows the nodes to add or remove.
     :returns: dict ``action`` (``none``, ``reconfigure`` or ``restart``), ``added``/``removed`` (NodeNames),
         ``changed`` (keys whose value changed, sorted) and ``why`` (one sentence).
         ``restart`` means: stop slurmd on every node, restart slurmctld (its StateSaveLocation keeps the queue),
@@ -369,8 +372,9 @@ def apply_plan(old_text, new_text, other_files_changed=False):
         return {"action": "restart", "added": [], "removed": [], "changed": [],
                 "why": "no slurm.conf on the controller before this run"}
     old, new = parse_conf(old_text), parse_conf(new_text)
-    added = sorted(set(new["nodes"]) - set(old["nodes"]))
-    removed = sorted(set(old["nodes"]) - set(new["nodes"]))
+    known = set(old["nodes"]) if running_nodes is None else set(running_nodes)
+    added = sorted(set(new["nodes"]) - known)
+    removed = sorted(known - set(new["nodes"]))
     changed = sorted(k for k in set(old["keys"]) | set(new["keys"]) if old["keys"].get(k) != new["keys"].get(k))
     node_lines = sorted(n for n in set(old["nodes"]) & set(new["nodes"]) if old["nodes"][n] != new["nodes"][n])
     plan = {"added": added, "removed": removed, "changed": changed}

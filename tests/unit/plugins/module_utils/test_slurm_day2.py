@@ -113,3 +113,10 @@ def test_a_joining_node_that_fails_keeps_its_error_codes():
 ])
 def test_a_joining_node_without_codes(rc, out, reason):
     assert slurm.join_outcome(rc, out) == {"action": "drain", "reason": reason}
+
+
+def test_the_running_node_set_wins_over_a_file_an_interrupted_run_wrote():
+    # an earlier run wrote the 4-node file, then stopped before the restart: the daemons still run the 3 nodes
+    plan = slurm.apply_plan(CONF4, CONF4, running_nodes=["ddp-dt1", "ddp-dt2", "ddp-dt3"])
+    assert plan["action"] == "restart" and plan["added"] == ["ddp-dt4"]
+    assert slurm.apply_plan(CONF4, CONF4, running_nodes=["ddp-dt1", "ddp-dt2", "ddp-dt3", "ddp-dt4"])["action"] == "none"
