@@ -43,6 +43,8 @@ BLANK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "files", "day2_
 # shrink, so that the cluster ends with the slurm.conf it started with.
 CHANGED = json.dumps({"slurm_extra_config": {"MaxJobCount": "20000"}})
 LIMITED = ["--skip-tags", "health,benchmark"]
+# DDP_IT_BLANK_KEEPS_ENV=1: the blank node keeps the environment's stack folders (no torch install; slow machines)
+KEEP_ENV = os.environ.get("DDP_IT_BLANK_KEEPS_ENV") == "1"
 TIMES = {}
 
 pytestmark = pytest.mark.skipif(not slurm_on_nodes(),
@@ -75,7 +77,7 @@ def make_extra(network):
            "--label", "ddp.cluster.service=day2-test", "--label", "ddp.cluster.head=false", IMAGE, "/sbin/init")
     on(EXTRA, "sh", "-c", "timeout 90 systemctl is-system-running --wait || true", check=False)
     podman("cp", BLANK, "%s:/root/day2_blank_node.sh" % EXTRA)
-    on(EXTRA, "bash", "/root/day2_blank_node.sh")
+    on(EXTRA, "bash", "/root/day2_blank_node.sh", *(["keep-env"] if KEEP_ENV else []))
     return host_key(EXTRA)
 
 
