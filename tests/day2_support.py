@@ -124,14 +124,30 @@ def put_job_script(nodes):
 
 def sbatch(*args):
     """Submit as the cluster user on the head; returns the job id."""
-    out = on(HEAD, "sbatch", "--parsable", *args, user=USER).stdout.strip()
+    out = on(HEAD, "sbatch", "--parsable", "--chdir=/home/%s" % USER, *args, user=USER).stdout.strip()
     return out.split(";")[0]
 
 
+STOP_FILE = "/home/%s/day2-stop" % USER
+
+
 def train_job(nodes, seconds, *extra):
-    """A torchrun job (ddp-torchrun.sbatch) of day2_job.py on ``nodes`` nodes; its output is in the user's home."""
+    """A torchrun job (ddp-torchrun.sbatch) of day2_job.py on ``nodes`` nodes, for at most ``seconds`` or until
+    :func:`stop_jobs`; its output is in the user's home on its batch host."""
     return sbatch("-N", str(nodes), "--output=/home/%s/day2-%%j.out" % USER, *extra,
-                  "/opt/ddp/bin/ddp-torchrun.sbatch", "/home/%s/day2_job.py" % USER, "--seconds", str(seconds))
+                  "/opt/ddp/bin/ddp-torchrun.sbatch", "/home/%s/day2_job.py" % USER, "--seconds", str(seconds),
+                  "--stop-file", STOP_FILE)
+
+
+def stop_jobs(nodes):
+    """Ask the running training jobs to finish (rank 0 sees the file on its node; all ranks stop at one step)."""
+    for node in nodes:
+        on(node, "touch", STOP_FILE, user=USER)
+
+
+def allow_jobs(nodes):
+    for node in nodes:
+        on(node, "rm", "-f", STOP_FILE)
 
 
 def job(jobid):

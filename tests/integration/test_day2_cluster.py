@@ -33,8 +33,9 @@ import time
 
 import pytest
 
-from day2_support import (EXTRA, HEAD, LABEL, NODES, USER, changed_tasks, job, job_done, job_output, node_states, on,
-                          playbook, podman, put_job_script, sbatch, slurm_on_nodes, train_job, wait_until,
+from day2_support import (EXTRA, HEAD, LABEL, NODES, USER, allow_jobs, changed_tasks, job, job_done, job_output,
+                          node_states, on, playbook, podman, put_job_script, sbatch, slurm_on_nodes, stop_jobs,
+                          train_job, wait_until,
                           write_inventory)
 
 IMAGE = "localhost/ddp-day2-node:test"
@@ -121,7 +122,8 @@ def test_a_refused_shrink_changes_nothing(day2):
 
 
 def test_grow_by_a_run_limited_to_the_new_node_keeps_the_running_and_pending_jobs(day2):
-    running = train_job(len(NODES), 75)
+    allow_jobs(NODES)
+    running = train_job(len(NODES), 3600)
     assert wait_until(lambda: job(running).get("JobState") == "RUNNING", 120), job(running)
     pending = sbatch("-N", str(len(NODES)), "--dependency=afterok:%s" % running, "--wrap", "srun hostname")
     assert job(pending).get("JobState") == "PENDING", job(pending)
@@ -140,6 +142,8 @@ def test_grow_by_a_run_limited_to_the_new_node_keeps_the_running_and_pending_job
         # read them
         assert all(re.search(r"known_hosts|missing sources|slurm\.conf|slurmd|slurmctld|Drain the nodes new", t)
                    for t in changed), changed
+    assert job(running).get("JobState") == "RUNNING", job(running)
+    stop_jobs(NODES)
     done = job_done(running, 300)
     assert done["JobState"] == "COMPLETED" and done["ExitCode"] == "0:0", done
     ranks = [json.loads(line) for line in job_output(running, done["BatchHost"]).splitlines() if line.startswith("{")]
@@ -153,7 +157,8 @@ def test_grow_by_a_run_limited_to_the_new_node_keeps_the_running_and_pending_job
 
 def test_replace_under_the_same_name_renews_the_host_key_everywhere(day2):
     old_key = host_key(EXTRA)
-    busy = train_job(len(NODES), 45, "-w", ",".join(NODES))
+    allow_jobs(NODES)
+    busy = train_job(len(NODES), 3600, "-w", ",".join(NODES))
     assert wait_until(lambda: job(busy).get("JobState") == "RUNNING", 120), job(busy)
     start = time.time()
     podman("rm", "-f", "-t", "0", EXTRA)
@@ -174,6 +179,8 @@ def test_replace_under_the_same_name_renews_the_host_key_everywhere(day2):
             assert proc.returncode == 0 and proc.stdout.strip() == dst, (src, dst, proc.stderr)
     assert sha(EXTRA, "/etc/munge/munge.key") == sha(HEAD, "/etc/munge/munge.key")
     assert sha(EXTRA, "/etc/slurm/slurm.conf") == sha(HEAD, "/etc/slurm/slurm.conf")
+    assert job(busy).get("JobState") == "RUNNING", job(busy)
+    stop_jobs(NODES)
     done = job_done(busy, 300)
     assert done["JobState"] == "COMPLETED" and done["ExitCode"] == "0:0", done
     assert wait_until(lambda: node_states().get(EXTRA, ("",))[0] == "idle", 60), node_states()

@@ -25,8 +25,9 @@ import time
 
 import pytest
 
-from day2_support import (HEAD, NODES, PLAYBOOK_BIN, ROOT, checkout_env, job, job_done, job_output, node_states, on,
-                          playbook, podman, put_job_script, sbatch, slurm_on_nodes, train_job, wait_until,
+from day2_support import (HEAD, NODES, PLAYBOOK_BIN, ROOT, allow_jobs, checkout_env, job, job_done, job_output,
+                          node_states, on, playbook, podman, put_job_script, sbatch, slurm_on_nodes, stop_jobs,
+                          train_job, wait_until,
                           write_inventory)
 
 NEW_STACK = json.loads(os.environ.get("DDP_IT_ROLL_TO", '{"pytorch_env_extra_packages": ["numpy", "six"]}'))
@@ -55,6 +56,7 @@ def roll(tmp_path_factory):
 
 
 def test_rolling_update_keeps_the_long_job_and_runs_the_queued_one(roll):
+    allow_jobs(NODES)
     long_job = train_job(len(NODES), 60)
     assert wait_until(lambda: job(long_job).get("JobState") == "RUNNING", 120), job(long_job)
     env = checkout_env(ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", MOLECULE_PROJECT_DIRECTORY=ROOT)
@@ -113,7 +115,8 @@ def test_a_node_that_fails_its_health_check_stops_the_rollout(roll):
 
 def test_a_rerun_switches_the_environment_under_a_running_job(roll):
     assert "new" in roll, "the rolling update did not run"
-    running = train_job(len(NODES), 45)
+    allow_jobs(NODES)
+    running = train_job(len(NODES), 3600)
     assert wait_until(lambda: job(running).get("JobState") == "RUNNING", 120), job(running)
     time.sleep(5)  # torch imported on every rank
     rc, out, took = playbook("playbooks/pytorch_env.yml", roll["inventory"])
@@ -122,6 +125,8 @@ def test_a_rerun_switches_the_environment_under_a_running_job(roll):
     for node in NODES:
         assert folder(node) == roll["before"][node], node
     assert "stays while processes" in out, out[-4000:]
+    assert job(running).get("JobState") == "RUNNING", job(running)
+    stop_jobs(NODES)
     done = job_done(running, 300)
     assert done["JobState"] == "COMPLETED" and done["ExitCode"] == "0:0", done
     ranks = [json.loads(line) for line in job_output(running, done["BatchHost"]).splitlines() if line.startswith("{")]

@@ -1,7 +1,8 @@
 """A small training job that must live through a day-2 change (tests/integration/test_day2_*.py).
 
 Started by ddp-torchrun.sbatch on every node of its allocation (torchrun, Gloo on CPU): all-reduces a tensor every
-half second for --seconds, then imports a part of torch it had not loaded yet (the stack it started from must still
+half second until --stop-file exists on rank 0's node (the test makes it once its change is done; all ranks stop at
+the same step) or --seconds have passed, then imports a part of torch it had not loaded yet (the stack it started from must still
 be there after a re-run switched the environment), checks the result of the all-reduces, and prints one JSON line
 per rank: rank, world size, steps, torch's version, the environment's folder and the file torch was loaded from. Exit 0 only if all held.
 """
@@ -19,6 +20,7 @@ import time
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=40.0)
+    parser.add_argument("--stop-file", default=None)
     args = parser.parse_args()
     import torch
     import torch.distributed as dist
@@ -27,7 +29,13 @@ def main():
     rank, world = dist.get_rank(), dist.get_world_size()
     started, steps = time.time(), 0
     value = torch.ones(256)
-    while time.time() - started < args.seconds:
+    while True:
+        stop = torch.zeros(1)
+        if rank == 0 and (time.time() - started >= args.seconds or (args.stop_file and os.path.exists(args.stop_file))):
+            stop += 1
+        dist.all_reduce(stop)
+        if stop.item() > 0:
+            break
         dist.all_reduce(value)
         value /= world
         steps += 1
