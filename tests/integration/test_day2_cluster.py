@@ -138,9 +138,10 @@ def test_grow_by_a_run_limited_to_the_new_node_keeps_the_running_and_pending_job
     for node in NODES:
         changed = changed_tasks(out, node)
         print("grow: %d task(s) changed on %s: %s" % (len(changed), node, "; ".join(changed)))
-        # only the cluster's files (known_hosts, the firewall zone's sources, the Slurm files) and the daemons that
-        # read them
-        assert all(re.search(r"known_hosts|missing sources|slurm\.conf|slurmd|slurmctld|Drain the nodes new", t)
+        # only the cluster's files (known_hosts, the firewall zone's sources, the Slurm files), the daemons that read
+        # them, and on the head the drains around the restart and the new node's join
+        assert all(re.search(r"known_hosts|missing sources|slurm\.conf|slurmd|slurmctld|Drain the nodes new|"
+                             r"Hold the nodes|Resume the nodes held|Resume the joining nodes", t)
                    for t in changed), changed
     assert job(running).get("JobState") == "RUNNING", job(running)
     stop_jobs(NODES)
