@@ -82,6 +82,13 @@ def make_extra(network):
     return host_key(EXTRA)
 
 
+def assert_extra_in_service():
+    """The extra node idle in Slurm, and a job step on every node, the extra one included."""
+    assert wait_until(lambda: node_states().get(EXTRA, ("",))[0] == "idle", 60), node_states()
+    rc, names = srun_everywhere(list(NODES) + [EXTRA])
+    assert rc == 0 and names == sorted(list(NODES) + [EXTRA]), names
+
+
 def srun_everywhere(nodes):
     proc = on(HEAD, "srun", "-N", str(len(nodes)), "--ntasks-per-node=1", "--time=2", "hostname", "-s", user=USER,
               check=False)
@@ -151,9 +158,7 @@ def test_grow_by_a_run_limited_to_the_new_node_keeps_the_running_and_pending_job
     assert len(ranks) == len(NODES) and all(r["ok"] and r["steps"] > 0 for r in ranks), ranks
     after = job_done(pending, 120)
     assert after["JobState"] == "COMPLETED" and after["ExitCode"] == "0:0", after
-    assert wait_until(lambda: node_states().get(EXTRA, ("",))[0] == "idle", 60), node_states()
-    rc, names = srun_everywhere(list(NODES) + [EXTRA])
-    assert rc == 0 and names == sorted(list(NODES) + [EXTRA]), names
+    assert_extra_in_service()
 
 
 def test_replace_under_the_same_name_renews_the_host_key_everywhere(day2):
@@ -184,9 +189,7 @@ def test_replace_under_the_same_name_renews_the_host_key_everywhere(day2):
     stop_jobs(NODES)
     done = job_done(busy, 300)
     assert done["JobState"] == "COMPLETED" and done["ExitCode"] == "0:0", done
-    assert wait_until(lambda: node_states().get(EXTRA, ("",))[0] == "idle", 60), node_states()
-    rc, names = srun_everywhere(list(NODES) + [EXTRA])
-    assert rc == 0 and names == sorted(list(NODES) + [EXTRA]), names
+    assert_extra_in_service()
 
 
 def test_a_returning_node_that_fails_its_health_check_stays_out_with_its_code(day2):
