@@ -17,6 +17,16 @@ NCCL_RUN_FAILED                       error     the test could not run (no torch
                                                 the script refused, nccl-tests exited non-zero)
 NCCL_RENDEZVOUS_FAILED                error     torchrun failed or timed out: a node did not
                                                 join, or ranks could not connect (C03)
+NCCL_TRANSPORT_ERROR                  error     nccl-tests failed on a transfer between nodes (an IB
+                                                completion error, a failed verbs call): the text
+                                                NCCL printed is kept, with the WARN lines
+NCCL_PEER_EXITED                      error     nccl-tests failed because a peer rank exited or closed
+                                                its connection first (the cause is on that rank)
+NCCL_CUDA_ERROR                       error     nccl-tests failed on a CUDA call (GPU, driver, memory)
+NCCL_SETUP_ERROR                      error     nccl-tests failed to set NCCL up on a node (memlock,
+                                                interface or HCA selection, the RDMA stack)
+TORCH_NCCL_WATCHDOG_TIMEOUT and the   error     the torch run broke inside a collective, not at the
+other runtime_failures codes                    rendezvous: runtime_failures.py names it
 NCCL_RESULTS_WRONG                    error     wrong elements (``#wrong``), or nccl-tests
                                                 ``Out of bounds values`` FAILED
 NCCL_BUSBW_LOW                        error     busbw at the largest size < ``min_busbw_gbps``
@@ -40,6 +50,12 @@ import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
 from ansible_collections.ddp.cluster.plugins.module_utils.netprobe import classify_connect
+from ansible_collections.ddp.cluster.plugins.module_utils.runtime_failures import (
+    RUNTIME_CODES,
+    classify_nccl_error,
+    parse_runtime_log,
+    runtime_problems,
+)
 from ansible_collections.ddp.cluster.plugins.module_utils.roce_health import parse_nccl_ifname
 from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import (
     busbw_from_algbw,
@@ -51,6 +67,10 @@ from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import (
 
 PROBLEM_CODES = (
     "NCCL_RUN_FAILED",
+    "NCCL_TRANSPORT_ERROR",
+    "NCCL_PEER_EXITED",
+    "NCCL_CUDA_ERROR",
+    "NCCL_SETUP_ERROR",
     "NCCL_RENDEZVOUS_FAILED",
     "NCCL_RESULTS_WRONG",
     "NCCL_BUSBW_LOW",
@@ -487,6 +507,19 @@ def diagnose_torch_run(rc, output, data, subject, endpoint, min_busbw_gbps=None,
             problems.append(problem("NCCL_RUN_FAILED", "error", subject, "the all-reduce script refused: %s" % refused,
                                     "fix the cause named (e.g. backend nccl on a node without CUDA)"))
         else:
+            # A run that broke after the ranks connected (a collective that hung, an NCCL error mid-run, a worker that
+            # died) is named by what broke; only the rest is a rendezvous failure.
+            runtime = [p for p in runtime_problems(output, subject) if p["code"] in RUNTIME_CODES]
+            connect = classify_failure(output)["verdict"] in ("firewall_reject", "refused", "unreachable", "unresolved")
+            broke = [p for p in runtime if p["code"] in ("TORCH_NCCL_WATCHDOG_TIMEOUT", "GLOO_TIMEOUT")
+                     or (p["code"] == "TORCH_NCCL_ASYNC_ERROR" and not connect)]
+            if broke:
+                problems += runtime
+                problems += warn_problems(log["warnings"], subject)
+                problems += check_nccl_env(env, torch_version, subject=subject)
+                facts["nccl_version"] = log["nccl_version"]
+                facts["transport"] = log["transport"]
+                return problems, facts
             prob, _cause = rendezvous_problem(rc, output, subject, endpoint, timed_out=timed_out)
             torch_err = parse_pytorch_nccl_error(output or "")
             if torch_err["found"]:
@@ -529,6 +562,44 @@ def diagnose_torch_run(rc, output, data, subject, endpoint, min_busbw_gbps=None,
     return problems, facts
 
 
+_FAILURE_CODES = {"transport": "NCCL_TRANSPORT_ERROR", "process": "NCCL_PEER_EXITED", "cuda": "NCCL_CUDA_ERROR",
+                  "system": "NCCL_SETUP_ERROR"}
+
+
+def nccl_tests_failure(output):
+    """What a failed nccl-tests run says, kept and classified.
+
+    The text NCCL returned (``Test NCCL failure common.cu:961 'internal error - please report this issue to the NCCL
+    developers / '``: the part between the quotes, ``ncclGetErrorString`` and NCCL's last error) is kept, not the
+    source-file line; the WARN lines around it decide the class (:func:`runtime_failures.classify_nccl_error`):
+    transport (NCCL_TRANSPORT_ERROR), a peer that exited first (NCCL_PEER_EXITED), CUDA (NCCL_CUDA_ERROR), set-up
+    (NCCL_SETUP_ERROR); anything else is NCCL_RUN_FAILED.
+
+    :returns: ``{"code", "class", "nccl_error": str or None, "evidence": [lines], "message", "fix"}``.
+    """
+    parsed = parse_runtime_log(output)
+    texts = ["%s: %s" % (f["kind"], f["text"]) if f["kind"] == "CUDA" else f["text"]
+             for f in parsed["nccl_tests_failures"] if f["text"]]
+    nccl_error = texts[0] if texts else None
+    cls = classify_nccl_error(output)
+    code = _FAILURE_CODES.get(cls["class"], "NCCL_RUN_FAILED")
+    if nccl_error is None and parsed["async_errors"]:
+        nccl_error = parsed["async_errors"][0]["error"]
+    parts = []
+    if nccl_error:
+        parts.append("NCCL: %s" % nccl_error)
+    if cls["class"] != "unknown":
+        parts.append("a %s failure" % cls["class"])
+    if cls["evidence"]:
+        parts.append("evidence: %s" % " | ".join(cls["evidence"][:3]))
+    if not parts:
+        parts.append(" | ".join(last_error_lines(output, 4)) or "no result table")
+    fix = cls["fix"] if cls["class"] != "unknown" else \
+        "read the failure line; with mpirun check the host list and that the binary exists on every node"
+    return {"code": code, "class": cls["class"], "nccl_error": nccl_error, "evidence": cls["evidence"],
+            "message": "; ".join(parts), "fix": fix}
+
+
 def diagnose_nccl_tests(rc, output, subject, min_busbw_gbps=None, expected_transport=None, rdma_devices=None,
                         env=None, interfaces=None, torch_version=None):
     """Diagnose one nccl-tests run (``all_reduce_perf`` output, NCCL_DEBUG lines mixed in).
@@ -550,10 +621,11 @@ def diagnose_nccl_tests(rc, output, subject, min_busbw_gbps=None, expected_trans
     if interfaces is not None:
         problems += check_socket_ifname(env, interfaces, subject=subject)
     if rc != 0 or parsed["failures"] or not parsed["results"]:
-        why = "; ".join(parsed["failures"][-3:]) or " | ".join(last_error_lines(output, 4)) or "no result table"
+        failure = nccl_tests_failure(output)
+        facts["failure"] = failure
         problems.append(problem(
-            "NCCL_RUN_FAILED", "error", subject, "nccl-tests exited with %s: %s" % (rc, why),
-            "read the failure line; with mpirun check the host list and that the binary exists on every node"))
+            failure["code"], "error", subject, "nccl-tests exited with %s: %s" % (rc, failure["message"]),
+            failure["fix"]))
     if parsed["out_of_bounds_ok"] is False or parsed["wrong_total"]:
         problems.append(problem(
             "NCCL_RESULTS_WRONG", "error", subject,

@@ -24,6 +24,7 @@ from ansible_collections.ddp.cluster.plugins.module_utils import gpu_health, hea
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import SEVERITIES, problem
 from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import version_tuple
 from ansible_collections.ddp.cluster.plugins.module_utils.slurm import drain_plan, parse_sinfo_nodes
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm_diag import node_problems
 from ansible_collections.ddp.cluster.plugins.module_utils.verdict import node_verdict
 
 EXIT_CODES = {"PASS": 0, "WARN": 0, "FAIL": 1, "UNKNOWN": 2}
@@ -182,6 +183,24 @@ def quick_check(runner, config, on_crash=None):
     return out
 
 
+def merge_problems(report, problems):
+    """Add ``problems`` found outside the quick tier (Slurm's view of the node, a text read with --diagnose) to a
+    :func:`quick_check` report: errors make PASS/WARN a FAIL, warnings make PASS a WARN; UNKNOWN stays UNKNOWN unless
+    an error is added. Returns the report (changed in place)."""
+    if not problems:
+        return report
+    report["problems"] = sorted(list(report.get("problems") or []) + list(problems),
+                                key=lambda p: -SEVERITIES.index(p["severity"]))
+    errors = set(report.get("errors") or []) | set(p["code"] for p in problems if p["severity"] == "error")
+    warnings = set(report.get("warnings") or []) | set(p["code"] for p in problems if p["severity"] == "warning")
+    report["errors"], report["warnings"] = sorted(errors), sorted(warnings)
+    if errors:
+        report["verdict"] = "FAIL"
+    elif warnings and report.get("verdict") == "PASS":
+        report["verdict"] = "WARN"
+    return report
+
+
 def exit_code(verdict):
     """0 keep (PASS, WARN), 1 remove (FAIL), 2 could not run (UNKNOWN)."""
     return EXIT_CODES[verdict]
@@ -193,20 +212,30 @@ def slurm_plan(sinfo_text, node, verdict, prefix=SLURM_PREFIX):
     :param sinfo_text: ``sinfo -h -N -n <node> -o '%N|%T|%E'`` output.
     :param node: the Slurm node name.
     :param verdict: :func:`quick_check` output; nothing is done for ``UNKNOWN``.
-    :returns: ``{"action": "drain"|"resume"|"none", "reason": str or None, "why": str}``.
+    :returns: ``{"action": "drain"|"resume"|"none", "reason": str or None, "why": str, "problems": [...]}``;
+        ``problems`` are what Slurm's own state of the node says (``slurm_diag.node_problems``: a drain or DOWN that
+        Slurm set, not responding, an operator's drain), to be added to the node's verdict.
     :raises slurm.SlurmParseError: on sinfo output of another format.
     """
     states = parse_sinfo_nodes(sinfo_text)
     if node not in states:
-        return {"action": "none", "reason": None, "why": "%s is not a node sinfo lists" % node}
+        return {"action": "none", "reason": None, "why": "%s is not a node sinfo lists" % node, "problems": []}
+    found = node_problems(states, [node])
     if verdict["verdict"] == "UNKNOWN":
-        return {"action": "none", "reason": None, "why": "the checks did not run: nothing to act on"}
+        return {"action": "none", "reason": None, "why": "the checks did not run: nothing to act on",
+                "problems": found}
     plan = drain_plan(states, {node: verdict["errors"]}, prefix=prefix)
     if node in plan["drain"]:
-        return {"action": "drain", "reason": plan["drain"][node], "why": "the node fails its checks"}
+        return {"action": "drain", "reason": plan["drain"][node], "why": "the node fails its checks",
+                "problems": found}
     if node in plan["resume"]:
-        return {"action": "resume", "reason": None, "why": "drained by ddp-health earlier and healthy now"}
+        return {"action": "resume", "reason": None, "why": "drained by ddp-health earlier and healthy now",
+                "problems": found}
+    if node in plan["slurm"]:
+        return {"action": "none", "reason": None, "problems": found,
+                "why": "Slurm itself took it out of service (%s): left as it is, see the SLURM_* finding"
+                       % states[node]["reason"]}
     if node in plan["operator"]:
-        return {"action": "none", "reason": None,
+        return {"action": "none", "reason": None, "problems": found,
                 "why": "drained by someone else (%s): left as it is" % states[node]["reason"]}
-    return {"action": "none", "reason": None, "why": "nothing to change"}
+    return {"action": "none", "reason": None, "why": "nothing to change", "problems": found}

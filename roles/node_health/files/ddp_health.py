@@ -152,6 +152,8 @@ def run(args, node, started, runner_factory, clock):
             report["slurm"] = act_in_slurm(slurm_runner, node, report, config["slurm"]["prefix"])
         except health_io.DeadlineExceeded as exc:
             report["slurm"] = {"action": "none", "why": str(exc), "done": False}
+        # What Slurm's own state says (drained by Slurm for low memory, fewer GPUs than Gres, not responding ...).
+        node_check.merge_problems(report, report["slurm"].pop("problems", []))
     report["elapsed_s"] = clock() - started
     return report
 

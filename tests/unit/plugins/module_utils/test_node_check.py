@@ -225,7 +225,18 @@ def test_slurm_plan_resumes_its_own_drain_only_when_healthy():
 
 def test_slurm_plan_rejects_other_output():
     with pytest.raises(SlurmParseError):
-        node_check.slurm_plan("NODELIST   NODES PARTITION STATE\nddp-node1 1 ddp* idle\n", "ddp-node1", verdict("PASS"))
+        node_check.slurm_plan("slurm_load_node error: Unable to contact slurm controller\n", "ddp-node1",
+                              verdict("PASS"))
+
+
+def test_slurm_plan_reads_a_node_list_and_names_what_slurm_set():
+    plan = node_check.slurm_plan("NODELIST   NODES PARTITION STATE\nddp-node1 1 ddp* idle\n", "ddp-node1", verdict("PASS"))
+    assert plan["action"] == "none" and plan["problems"] == []
+    plan = node_check.slurm_plan("ddp-node1|drained|Low RealMemory\n", "ddp-node1", verdict("PASS"))
+    assert plan["action"] == "none" and "Slurm itself" in plan["why"]
+    assert [(p["code"], p["severity"]) for p in plan["problems"]] == [("SLURM_NODE_LOW_RESOURCES", "error")]
+    report = node_check.merge_problems(verdict("PASS"), plan["problems"])
+    assert report["verdict"] == "FAIL" and report["errors"] == ["SLURM_NODE_LOW_RESOURCES"]
 
 
 def test_a_node_an_operator_set_down_is_left_alone():
