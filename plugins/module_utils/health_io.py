@@ -214,7 +214,7 @@ def read_ib_tree(sysfs_root):
         ports_dir = os.path.join(base, dev, "ports")
         for num in _listdir(ports_dir):
             pdir = os.path.join(ports_dir, num)
-            for name in ("state", "phys_state", "link_layer", "rate"):
+            for name in ("state", "phys_state", "link_layer", "rate", "lid", "sm_lid"):
                 tree[os.path.join(pdir, name)] = read_text(os.path.join(pdir, name))
             for index in _listdir(os.path.join(pdir, "gids")):
                 if not index.isdigit():

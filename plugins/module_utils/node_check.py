@@ -49,6 +49,7 @@ ROCE_OPTIONS = {
     "nccl_socket_ifname": ((str,), None),
     "gloo_socket_ifname": ((str,), None),
     "nccl_net": ((str,), None),
+    "nccl_ib_hca": ((str,), None),
     "min_mtu": ((int,), roce_health.DEFAULT_MIN_MTU),
     "no_rdma_severity": ((str,), "warning"),
     "sysfs_root": ((str,), "/sys"),
