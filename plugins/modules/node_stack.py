@@ -19,7 +19,9 @@ description:
   - Runs O(probe) with the training environment's Python (through O(launcher) when it exists, so that the
     library path is the one jobs get) for torch's version and the CUDA, cuDNN and NCCL versions torch really
     loads, and from which file. A library loaded from outside the wheel folder that ships it is
-    C(STACK_LIBRARY_SHADOWED).
+    C(STACK_LIBRARY_SHADOWED); so is a copy of a library the wheel brings (NCCL, cuDNN, cuBLAS, the CUDA runtime) in a
+    folder of the environment's C(LD_LIBRARY_PATH) (error: the loader finds it first) or in C(ldconfig -p) (warning;
+    error when torch's load error names it), also when torch does not import (the load error is read, not swallowed).
   - Compares the result with the roles' manifest in O(manifest_dir) (C(<role>.json), written from the plan);
     a value that drifted is C(STACK_DRIFT). A kernel module and driver library of different versions is
     C(STACK_DRIVER_MISMATCH). A probe that cannot run or import torch is C(STACK_PROBE_FAILED).
@@ -136,7 +138,7 @@ from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import (
 from ansible_collections.ddp.cluster.plugins.module_utils.health_io import C_LOCALE, read_text
 from ansible_collections.ddp.cluster.plugins.module_utils.node_stack import (
     cuda_toolkit_version, driver_problems, drift_problems, flatten, library_problems, loaded_libraries,
-    nvml_library_version, parse_ldconfig, parse_ofed_info, parse_proc_driver_version)
+    nvml_library_version, parse_ldconfig, parse_ofed_info, parse_proc_driver_version, shadowing_problems)
 
 # ------------------------------------------------------------------ I/O edge
 
@@ -254,7 +256,15 @@ def gather(module, params):
             problems.append(problem(
                 "STACK_DRIFT", "warning", path, "the manifest %s is not JSON" % path,
                 "re-run the stage of the role that writes it"))
-    problems += library_problems(stack["libraries"])
+    loaded = library_problems(stack["libraries"])
+    problems += loaded
+    # A copy on LD_LIBRARY_PATH or in ld.so.conf that shadows the wheel's, named even when torch does not import
+    # (the probe's load error says which library); only where the environment has the wheels' libraries or failed.
+    if probe.get("wheel_lib_dirs") or probe.get("error"):
+        named = set(p["subject"] for p in loaded)
+        problems += [p for p in shadowing_problems(env.get("LD_LIBRARY_PATH"), probe.get("ld_path_libs"), ldconfig,
+                                                   probe.get("wheel_lib_dirs") or None, probe.get("error"))
+                     if p["subject"].split("(")[-1].rstrip(")") not in named]
     problems += driver_problems(stack["driver_kernel"], stack["driver_user"])
     problems += drift_problems(stack, expected)
     return stack, expected, problems
