@@ -408,6 +408,7 @@ def diagnose(facts, params=None):
         ipv4 = _port_ipv4(port, interfaces)
         why = fabric_reasons(port, ports, port is fabric_port, ipv4, hca_list)
         in_use = bool(why)
+        addressed = port is fabric_port or bool(ipv4)  # what the RoCE checks (GID, MTU) need to judge a port
         infiniband = port.get("link_layer") == "InfiniBand"
         if not _port_up(port):
             if infiniband and port.get("phys_state") == "LinkUp" and port.get("state") in ("INIT", "ARMED"):
@@ -445,7 +446,7 @@ def diagnose(facts, params=None):
                     "run a subnet manager on the fabric (switch, UFM or opensm) and check `sminfo`"))
         if port.get("link_layer") != "Ethernet":
             continue
-        if in_use and recommend_gid_index(port.get("gids"), ipv4) is None:
+        if addressed and recommend_gid_index(port.get("gids"), ipv4) is None:
             problems.append(problem(
                 "ROCE_NO_V2_GID", "error", subject,
                 "no RoCE v2 GID for %s in the GID table%s" % (
@@ -455,7 +456,7 @@ def diagnose(facts, params=None):
                 "/sys/class/infiniband/%s/ports/%s/gid_attrs/types/* shows 'RoCE v2' (cma_roce_mode)"
                 % (port.get("netdev") or "the netdev", port.get("device"), port.get("port"))))
         mtu = port.get("active_mtu")
-        if in_use and mtu is not None and mtu < min_mtu:
+        if addressed and mtu is not None and mtu < min_mtu:
             netdev_mtu = port.get("netdev_mtu") or (interfaces.get(port.get("netdev") or "", {}) or {}).get("mtu")
             problems.append(problem(
                 "ROCE_MTU_LOW", "warning", subject,

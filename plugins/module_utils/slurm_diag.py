@@ -286,7 +286,7 @@ def parse_sinfo_table(text):
     header_at = next((i for i, line in enumerate(lines)
                       if any(w in line.split() for w in _HEADER_WORDS)), None)
     if header_at is None:
-        rows = [_headerless_reason(line) for line in lines]
+        rows = [headerless_reason_row(line) for line in lines]
         if rows and all(rows):
             header, body = ["REASON", "USER", "TIMESTAMP", "NODELIST"], lines
         else:
@@ -322,7 +322,8 @@ def parse_sinfo_table(text):
     return nodes
 
 
-def _headerless_reason(line):
+def headerless_reason_row(line):
+    """The match of a ``sinfo -R`` row without its header (``Kill task failed root 2024-01-25T15:12:23 n1``), or None."""
     match = re.match(r"^(?P<reason>.+?)\s+(?P<user>[a-z_][\w.-]*)\s+(?P<time>\d{4}-\d\d-\d\dT[\d:]+)\s+(?P<nodes>\S+)$",
                      line.strip())
     return match

@@ -14,6 +14,10 @@ A check that hangs past it is a fault of the node (FAIL); a bug of this program 
     ddp-health                   # one line: verdict, node, time, the codes; exit 0 / 1 / 2
     ddp-health --json            # the verdict, every problem with its fix, as JSON
     ddp-health --slurm           # also drain this node in Slurm on FAIL, resume it once it passes again
+    ddp-health --diagnose FILE   # read a command's or a log's text instead (kind detected, or --kind): scontrol
+                                 # show node, sinfo (-R, -N -l), slurmctld/slurmd logs, a training log, nccl-tests,
+                                 # NCCL INFO lines, ibstat/ibstatus/ibv_devinfo/rdma link, lspci -vv, dmesg,
+                                 # ldconfig -p / LD_LIBRARY_PATH / a load error; - reads stdin; the same verdict
 
 The burn-in tier (minutes of GPU stress, torch) is not run here: it belongs to ``health.yml -e ddp_health_level=burnin``
 or a maintenance reservation, not to a 60-second health check.
@@ -28,7 +32,7 @@ import sys
 import time
 import traceback
 
-from ansible_collections.ddp.cluster.plugins.module_utils import health_io, node_check
+from ansible_collections.ddp.cluster.plugins.module_utils import health_io, node_check, text_diagnosis
 from ansible_collections.ddp.cluster.plugins.module_utils.slurm import SlurmParseError
 
 PROG = "ddp-health"
@@ -47,6 +51,14 @@ def parse_args(argv):
     parser.add_argument("--slurm", action="store_true",
                         help="drain this node on FAIL (reason <prefix><CODES>), resume it when it passes and the "
                              "drain was ddp-health's own")
+    parser.add_argument("--diagnose", action="append", default=[], metavar="FILE",
+                        help="diagnose this file's text instead of checking the node (repeatable; - for stdin): "
+                             "what it is is detected, or given with --kind")
+    parser.add_argument("--kind", default="auto", choices=("auto",) + text_diagnosis.KINDS,
+                        help="what the --diagnose texts are (default: detect each)")
+    parser.add_argument("--context", default=None, metavar="JSON",
+                        help="what the text alone cannot say, as a JSON object (e.g. {\"rc\": 1, \"world_size\": 16, "
+                             "\"min_busbw_gbps\": 40, \"line_rates\": {\"*\": 200}, \"nccl_ib_hca\": \"mlx5_0\"})")
     parser.add_argument("--node", default=None,
                         help="the Slurm node name (default: $SLURMD_NODENAME, which slurmd sets for its "
                              "HealthCheckProgram, else the short host name)")
@@ -131,8 +143,41 @@ def main(argv=None, runner_factory=health_io.CommandRunner, clock=time.monotonic
     return report["exit_code"]
 
 
+def diagnose_files(args, node, started, clock, stdin=None):
+    """The report for ``--diagnose`` texts: every file read with ``text_diagnosis.diagnose_text``, one verdict."""
+    try:
+        context = json.loads(args.context) if args.context else {}
+        if not isinstance(context, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as exc:
+        return {"verdict": "UNKNOWN", "errors": ["HEALTH_CONFIG"], "warnings": [], "node": node, "checks": {},
+                "problems": [{"code": "HEALTH_CONFIG", "severity": "error", "subject": "--context",
+                              "message": "--context must be a JSON object: %s" % exc, "fix": "quote it for the shell"}],
+                "elapsed_s": clock() - started}
+    report = {"verdict": "PASS", "errors": [], "warnings": [], "problems": [], "node": node, "checks": {},
+              "inputs": []}
+    unknown = 0
+    for path in args.diagnose:
+        if path == "-":
+            text = (stdin or sys.stdin).read()
+        else:
+            with open(path, errors="replace") as handle:
+                text = handle.read()
+        found = text_diagnosis.diagnose_text(text, args.kind, dict(context, subject=context.get("subject") or path))
+        report["inputs"].append({"file": path, "kind": found["kind"], "verdict": found["verdict"]})
+        report["checks"][path] = found["kind"] is not None
+        unknown += found["kind"] is None
+        node_check.merge_problems(report, found["problems"])
+    if unknown == len(args.diagnose) and report["verdict"] == "PASS":
+        report["verdict"] = "UNKNOWN"
+    report["elapsed_s"] = clock() - started
+    return report
+
+
 def run(args, node, started, runner_factory, clock):
     """The report of one run (everything but the exit code)."""
+    if args.diagnose:
+        return diagnose_files(args, node, started, clock)
     try:
         config = read_config(args.config, args.deadline)
     except node_check.ConfigError as exc:

@@ -151,3 +151,30 @@ def test_slurm_mode_says_why_a_failing_node_was_not_drained(tmp_path, capsys):
     assert code == 1
     assert "ddp-health: other-name FAILS but was not drained: other-name is not a node sinfo lists" in \
         capsys.readouterr().err
+
+
+FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
+
+
+def test_diagnose_reads_a_text_and_gives_the_verdict_and_exit_code(tmp_path):
+    """``--diagnose`` runs the text readers (scontrol, a training log) instead of the node checks, one verdict."""
+    scontrol = os.path.join(FIXTURES, "slurm", "scontrol_show_node_IDLE+DRAIN_gres-gpu-count-lower__awsome-distributed-ai-195.txt")
+    proc = run(tmp_path, {}, "--diagnose", scontrol, "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["verdict"] == "FAIL" and report["errors"] == ["SLURM_GRES_MISMATCH"]
+    assert report["inputs"] == [{"file": scontrol, "kind": "scontrol", "verdict": "FAIL"}]
+    log = os.path.join(FIXTURES, "runtime", "torch_watchdog_timeout_ALLREDUCE_SeqNum1580_8ranks__LlamaFactory-7396.txt")
+    proc = run(tmp_path, {}, "--diagnose", log, "--context", '{"world_size": 8}')
+    assert proc.returncode == 1 and "[TORCH_NCCL_WATCHDOG_TIMEOUT] error" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_diagnose_of_a_healthy_output_and_of_stdin(tmp_path, capsys):
+    ibstat = os.path.join(FIXTURES, "rdma", "ibstat_2xConnectX3-mlx4_FDR56_all-Active__Heioy-Books.txt")
+    assert ddp_health.main(["--config", str(tmp_path / "absent.json"), "--diagnose", ibstat]) == 0
+    assert capsys.readouterr().out.startswith("ddp-health: PASS on ")
+    args = ddp_health.parse_args(["--diagnose", "-", "--kind", "sinfo"])
+    report = ddp_health.diagnose_files(args, "n1", 0.0, lambda: 0.0,
+                                       stdin=__import__("io").StringIO("n1|down*|Not responding\n"))
+    assert report["verdict"] == "FAIL" and report["errors"] == ["SLURM_NODE_NOT_RESPONDING"]
+    bad = ddp_health.parse_args(["--diagnose", ibstat, "--context", "[1]"])
+    assert ddp_health.diagnose_files(bad, "n1", 0.0, lambda: 0.0)["verdict"] == "UNKNOWN"
