@@ -92,8 +92,8 @@ def test_every_module_runs_by_fqcn(installed):
     env, work = installed
     modules = sorted(os.path.splitext(os.path.basename(p))[0]
                      for p in glob.glob(os.path.join(ROOT, "plugins", "modules", "*.py")))
-    assert modules == ["gpu_health", "hardware_facts", "nccl_health", "node_stack", "roce_health", "ssh_check",
-                       "tcp_probe"]
+    assert modules == ["diagnose_output", "gpu_health", "hardware_facts", "nccl_health", "node_stack", "roce_health",
+                       "ssh_check", "tcp_probe"]
     playbook = os.path.join(work, "modules.yml")
     with open(playbook, "w", encoding="utf-8") as handle:
         handle.write("""---
@@ -139,6 +139,12 @@ def test_every_module_runs_by_fqcn(installed):
         python_env: /nonexistent
         fail_on: never
       register: stack
+    - name: Read a line of Slurm's node list
+      ddp.cluster.diagnose_output:
+        text: "n1|down*|Not responding"
+        fail_on: never
+      register: text
+      failed_when: text.errors != ['SLURM_NODE_NOT_RESPONDING']
     - name: Show the verdicts
       ansible.builtin.debug:
         msg: "verdicts gpu={{ gpu.problems | map(attribute='code') | join(',') }}
