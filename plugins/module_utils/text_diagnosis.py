@@ -25,7 +25,8 @@ kind                the text                                                    
 ==================  ===========================================================  ==================================
 
 ``context`` carries what the text alone cannot say (all optional): ``rc`` (nccl-tests' exit status; default 0 when
-the table completed, else 1), ``min_busbw_gbps``, ``expected_transport``, ``world_size``, ``gpus`` (``{node: GPUs it
+the table completed, else 1), ``min_busbw_gbps`` (else ``floors.nccl_tests_floor`` from the run's GPUs, and
+``rdma_ports_gbps``: the active RDMA port rates of one node, for runs across nodes), ``expected_transport``, ``world_size``, ``gpus`` (``{node: GPUs it
 has}``), ``nodes`` (Slurm node names to judge), ``clock_offsets`` (``{node: s}``), ``nccl_ib_hca``, ``line_rates``
 (``{NIC PCI address or "*": Gb/s}``), ``busy`` (GPUs busy when lspci ran, default True), ``ld_library_path``,
 ``wheel_lib_dirs``, ``subject``.
@@ -35,6 +36,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils import (
+    floors,
     nccl_health,
     nccl_parsers,
     node_stack,
@@ -159,8 +161,14 @@ def _nccl_tests(text, ctx, subject):
     rc = ctx.get("rc")
     if rc is None:
         rc = 0 if parsed["complete"] and not parsed["failures"] else 1
-    return nccl_health.diagnose_nccl_tests(rc, text, subject, min_busbw_gbps=ctx.get("min_busbw_gbps"),
-                                           expected_transport=ctx.get("expected_transport"))
+    rates = ctx.get("rdma_ports_gbps") or []
+    roce = {"devices": [{"name": "port%d" % i, "ports": [{"port": 1, "state": "ACTIVE", "phys_state": "LinkUp",
+                                                           "rate_gbps": float(r)}]} for i, r in enumerate(rates)]}
+    floor = floors.nccl_tests_floor(parsed, roce, ctx.get("min_busbw_gbps"))
+    found, facts = nccl_health.diagnose_nccl_tests(rc, text, subject, min_busbw_gbps=floor["floor_gbps"],
+                                                   expected_transport=ctx.get("expected_transport"))
+    facts["busbw_floor"] = floor
+    return found, facts
 
 
 def _nccl_debug(text, ctx, subject):
