@@ -74,6 +74,13 @@ def slurm_log_problems(log_text, clock_offsets=None, max_offset_s=None):
     return slurm_diag.log_problems(slurm_diag.parse_slurm_log(log_text or ""), clock_offsets or None, max_offset_s)
 
 
+def slurm_clock_problems(tracking_texts, max_offset_s=None):
+    """SLURM_MUNGE_CLOCK_SKEW / SLURM_CLOCK_UNSYNCED from each node's `chronyc tracking` ({node: text}; '' = none)."""
+    tracking = dict((node, slurm_diag.parse_chronyc_tracking(text)) for node, text in (tracking_texts or {}).items()
+                    if text)
+    return slurm_diag.clock_problems(tracking, max_offset_s)
+
+
 class FilterModule(object):
     """ddp.cluster slurm filters."""
 
@@ -88,4 +95,5 @@ class FilterModule(object):
             "slurm_job_failure_nodes": slurm_job_failure_nodes,
             "slurm_node_problems": slurm_node_problems,
             "slurm_log_problems": slurm_log_problems,
+            "slurm_clock_problems": slurm_clock_problems,
         }

@@ -649,9 +649,47 @@ def log_problems(events, clock_offsets=None, max_offset_s=None):
         offset = clock_offsets[node]
         if offset is not None and abs(float(offset)) > limit:
             add(("clock", node), "SLURM_MUNGE_CLOCK_SKEW", "error", "slurm node %s" % node,
-                "the node's clock is %+.1f s off the controller's (more than %g s): munge credentials from it read "
-                "as expired or rewound" % (float(offset), limit),
+                "the node's clock is %+.1f s off (its offset to NTP time, or to the controller's clock; more than %g "
+                "s): munge credentials between it and the others read as expired or rewound" % (float(offset), limit),
                 "synchronise the clocks (chrony/ntpd on every node, `chronyc tracking`)")
+    return out
+
+
+_CHRONY_SYSTEM = re.compile(r"^System time\s*:\s*(?P<value>[0-9.]+) seconds (?P<dir>fast|slow) of NTP time", re.M)
+_CHRONY_LEAP = re.compile(r"^Leap status\s*:\s*(?P<value>.+?)\s*$", re.M)
+
+
+def parse_chronyc_tracking(text):
+    """``chronyc tracking`` -> ``{"offset_s": seconds the clock is ahead of NTP time (negative: behind) or None,
+    "synchronised": bool or None}`` (chronyc(1): "System time: 0.000012 seconds slow of NTP time";
+    "Leap status: Not synchronised")."""
+    out = {"offset_s": None, "synchronised": None}
+    match = _CHRONY_SYSTEM.search(text or "")
+    if match:
+        value = float(match.group("value"))
+        out["offset_s"] = value if match.group("dir") == "fast" else -value
+    match = _CHRONY_LEAP.search(text or "")
+    if match:
+        out["synchronised"] = match.group("value").lower() != "not synchronised"
+    return out
+
+
+def clock_problems(tracking, max_offset_s=None):
+    """``SLURM_MUNGE_CLOCK_SKEW`` for nodes whose clock is off (each node's own offset to NTP time, from
+    :func:`parse_chronyc_tracking`; two nodes within the limit of true time are within twice of each other) and
+    ``SLURM_CLOCK_UNSYNCED`` (warning) for a node whose NTP client is not synchronised.
+
+    :param tracking: ``{node: parse_chronyc_tracking(...)}`` (nodes without chrony left out).
+    """
+    offsets = dict((n, t.get("offset_s")) for n, t in (tracking or {}).items() if t.get("synchronised") is not False)
+    out = log_problems([], offsets, max_offset_s)
+    for node in sorted(tracking or {}):
+        if (tracking[node] or {}).get("synchronised") is False:
+            out.append(problem(
+                "SLURM_CLOCK_UNSYNCED", "warning", "slurm node %s" % node,
+                "the node's clock is not synchronised (chronyc tracking: Leap status Not synchronised): it drifts, and "
+                "munge refuses credentials once it is minutes off",
+                "check `chronyc sources` (a reachable NTP server, UDP 123 open), `systemctl enable --now chronyd`"))
     return out
 
 

@@ -153,3 +153,15 @@ def test_clock_offsets_read_per_node():
     problems = sd.log_problems([], clock_offsets={"n1": 0.2, "n2": -42.0, "n3": None})
     assert [(p["code"], p["subject"]) for p in problems] == [("SLURM_MUNGE_CLOCK_SKEW", "slurm node n2")]
     assert sd.log_problems([], clock_offsets={"n2": -42.0}, max_offset_s=60) == []
+
+
+def test_each_nodes_clock_offset_from_chronyc_tracking():
+    skewed = sd.parse_chronyc_tracking(fixture("chronyc_tracking_1557s-slow_kube30__code-index-18590833163.txt"))
+    good = sd.parse_chronyc_tracking(fixture("chronyc_tracking_synchronised__code-index-6414492728.txt"))
+    assert skewed == {"offset_s": -1557.763061523, "synchronised": True}
+    assert good == {"offset_s": -0.000107969, "synchronised": True}
+    problems = sd.clock_problems({"kube30": skewed, "n2": good})
+    assert codes(problems) == [("SLURM_MUNGE_CLOCK_SKEW", "error")] and "kube30" in problems[0]["subject"]
+    assert "-1557.8 s" in problems[0]["message"]
+    unsynced = dict(good, synchronised=False)
+    assert codes(sd.clock_problems({"n3": unsynced})) == [("SLURM_CLOCK_UNSYNCED", "warning")]
