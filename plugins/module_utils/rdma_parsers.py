@@ -69,6 +69,8 @@ def normalize_state(text):
     word = re.sub(r"\(\d+\)", "", raw).strip().upper()
     if word.startswith("PORT_"):
         word = word[len("PORT_"):]
+    if word in ("INITIALIZING", "INITIALIZE"):
+        word = "INIT"  # ibstat's word for INIT (infiniband-diags)
     return word or None
 
 

@@ -43,12 +43,15 @@ import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
 
+# "[Rank 0] Watchdog caught ..." (torch <= 2.4) and "[PG ID 0 PG GUID 0(default_pg) Rank 1] Watchdog caught ..." (2.5+).
 _WATCHDOG = re.compile(
-    r"\[Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: WorkNCCL\((?P<work>.*?)\) ran for "
+    r"Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: WorkNCCL\((?P<work>.*?)\) ran for "
     r"(?P<ran>\d+) milliseconds before timing out")
+
 _WORK_FIELD = re.compile(r"(\w+)=([^,]+)")
-_LAST_WORK = re.compile(r"Rank (?P<rank>\d+)\] Exception \(either an error or timeout\) detected by watchdog at work: "
-                        r"(?P<at>\d+), last enqueued NCCL work: (?P<enq>-?\d+), last completed NCCL work: (?P<done>-?\d+)")
+_LAST_WORK = re.compile(r"Rank (?P<rank>\d+)\] (?:Exception \(either an error or timeout\) detected by watchdog at "
+                        r"work|Timeout at NCCL work): (?P<at>\d+), last enqueued NCCL work: (?P<enq>-?\d+), last "
+                        r"completed NCCL work: (?P<done>-?\d+)")
 _ASYNC = re.compile(r"NCCL error:?\s*(?P<error>[^,\n]+?),\s*NCCL version (?P<version>[\w.+]+)")
 _NCCL_ERROR_IN = re.compile(r"NCCL error in: (?P<where>\S+?),\s*(?P<error>[^,\n]+?)(?:,\s*NCCL version (?P<version>[\w.+]+))?\s*$",
                             re.M)
@@ -60,6 +63,10 @@ _STORE = (
                 r"(?P<port>\d+)\)"), "connect"),
     (re.compile(r"(?:DistStoreError|DistNetworkError|RuntimeError): (?P<text>Socket Timeout|Connection reset by peer|"
                 r"Broken pipe|Connection refused|failed to recv, got 0 bytes.*)"), "socket"),
+    # NCCL's unique id travels through the store: "[1] is setting up NCCL communicator and retrieving ncclUniqueId
+    # from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout"
+    (re.compile(r"retrieving ncclUniqueId from \[(?P<from>\d+)\] via c10d key-value store.*got error: "
+                r"(?P<text>.+?)\s*$"), "socket"),
 )
 _RDZV = re.compile(r"(?P<kind>RendezvousTimeoutError|RendezvousClosedError|RendezvousConnectionError|"
                    r"RendezvousStateError)(?::\s*(?P<text>.*))?")
@@ -94,6 +101,7 @@ def parse_runtime_log(text):
     out = {"watchdog": [], "last_work": {}, "async_errors": [], "store": [], "rendezvous": [], "gloo": [],
            "child_failures": [], "agent_failures": [], "signals": [], "nccl_warnings": [], "nccl_tests_failures": []}
     failure = None
+    waiting_last = False
     for raw in (text or "").splitlines():
         line = _strip(raw)
         match = _WATCHDOG.search(line)
@@ -140,6 +148,12 @@ def parse_runtime_log(text):
             last = _LAST_ERROR.search(line)
             if last:
                 out["async_errors"][-1]["last_error"] = last.group("text").strip()
+            elif line.strip() == "Last error:":
+                waiting_last = True
+                continue
+            elif waiting_last and line.strip():
+                out["async_errors"][-1]["last_error"] = line.strip()
+                waiting_last = False
         match = _WARN.search(line)
         if match:
             out["nccl_warnings"].append({"host": match.group("host"), "location": match.group("loc"),
@@ -204,7 +218,10 @@ _TRANSPORT = r"NET/IB\s*:\s*Got completion|completion from peer|with error \d+, 
              r"Call to ibv_|NET/IB.*(?:error|failed)|No route to host|Network is unreachable|Connection timed out|" \
              r"NET/OFI.*(?:error|failed)|transport retry|wc_status|IBV_WC_"
 _PROCESS = r"remote process exited|Connection closed by remote peer|Connection closed by localRank|" \
-           r"Socket recv failed|Broken pipe|Connection reset by peer|peer.*(?:exited|closed)|ncclRemoteError"
+           r"Socket recv failed|Broken pipe|Connection reset by peer|peer.*(?:exited|closed)|ncclRemoteError|" \
+           r"exited on signal \d+|mpirun noticed that process rank|process returned a non-zero exit code"
+# A failed verbs call for lack of locked memory is a set-up problem of the node, not of the link.
+_MEMLOCK = r"(?:ibv_create_qp|ibv_reg_mr\w*|ibv_create_cq)\w* failed.*(?:Cannot allocate memory|errno 12|ENOMEM)|memlock"
 _SYSTEM = r"unhandled system error|ncclSystemError|no socket interface found|Failed to initialize any NET plugin|" \
           r"memlock|Cannot allocate memory|Bootstrap : no socket"
 _USAGE = r"invalid usage|ncclInvalidUsage|invalid argument|ncclInvalidArgument"
@@ -246,6 +263,8 @@ def classify_nccl_error(text):
     for name, pattern in (("cuda", _CUDA), ("transport", _TRANSPORT), ("process", _PROCESS), ("system", _SYSTEM),
                           ("usage", _USAGE), ("internal", r"internal error|ncclInternalError")):
         hits = [line for line in lines if re.search(pattern, line)]
+        if name == "transport" and hits and all(re.search(_MEMLOCK, line) for line in hits):
+            name = "system"
         if hits:
             return {"class": name, "evidence": _dedup(hits)[:4], "fix": CLASS_FIXES[name]}
     return {"class": "unknown", "evidence": [], "fix": CLASS_FIXES["unknown"]}

@@ -404,7 +404,8 @@ _LOG_RULES = (
     ("conf_differs", r"Node (?P<node>\S+) appears to have a different slurm\.conf"),
     ("config_differs", r"Node configuration differs from hardware: (?P<detail>.+)"),
     ("health_check", r"health_check failed: rc:(?P<rc>\d+) output:(?P<output>.*)"),
-    ("prolog", r"(?P<which>[Pp]rolog|[Ee]pilog) (?:failed|failure)(?P<detail>.*)"),
+    ("prolog", r"(?P<which>[Pp]rolog|[Ee]pilog) (?:launch )?(?:failed|failure|error)(?P<detail>.*)"),
+    ("unable_to_register", r"Unable to register: (?P<what>.+)"),
     ("kill_failed", r"(?:Kill task failed|STEPD TERMINATED ON (?P<node>\S+) .*NOT ENDING WITH SIGNALS)"),
 )
 _LOG_RES = tuple((name, re.compile(rx)) for name, rx in _LOG_RULES)
@@ -594,10 +595,16 @@ def log_problems(events, clock_offsets=None, max_offset_s=None):
                 "slurmctld refused the node's registration: %s" % ev["error"],
                 "the lines before it in slurmctld.log say why (low memory/CPUs, GRES); fix the NodeName line or "
                 "the node, restart slurmd")
-        elif kind == "not_responding":
+        elif kind == "not_responding" and not any(
+                e["kind"] == "responding" and e.get("node") == node for e in events[index + 1:]):
             add((kind, node), "SLURM_NODE_NOT_RESPONDING", "error", subject,
                 "slurmctld: %s not responding" % node,
                 "on the node: `systemctl status slurmd munge`, the firewall (6817/6818), the clock, slurmd.log")
+        elif kind == "unable_to_register":
+            add((kind, node), "SLURM_NODE_NOT_RESPONDING", "error", subject,
+                "slurmd could not register with slurmctld: %s" % ev["what"],
+                "from the node: slurmctld's address and port 6817 reachable (firewall), the same munge key and a clock "
+                "in sync (`munge -n | ssh <controller> unmunge`), the same slurm.conf")
         elif kind == "rebooted":
             add((kind, node), "SLURM_NODE_REBOOTED", "error", subject, "slurmctld: the node rebooted unexpectedly",
                 "find why (`journalctl --list-boots`, kernel panic, power), check its health, resume it")

@@ -120,3 +120,23 @@ def test_a_refused_connection_at_init_stays_a_rendezvous_failure():
     text = read("nccl_pytorch_unhandled-system-error_+_WARN_socket-connect-refused__ml-engineering.txt", NCCL)
     problems, _facts = nh.diagnose_torch_run(1, text, None, "node n1", "n1:29500")
     assert problems[0]["code"] == "NCCL_RENDEZVOUS_FAILED"
+
+
+def test_the_store_get_of_ncclUniqueId_is_a_store_error():
+    problems = rf.runtime_problems(read("torch_store_get_socket_timeout_ncclUniqueId__LlamaFactory-3698.txt"))
+    assert [p["code"] for p in problems] == ["TORCH_STORE_ERROR"] and "Socket Timeout" in problems[0]["message"]
+
+
+def test_watchdog_lines_with_the_process_group_prefix():
+    parsed = rf.parse_runtime_log(read("torch_watchdog_timeout_PG-ID-form_last-work__BasicSR-737.txt"))
+    assert sorted(w["rank"] for w in parsed["watchdog"]) == [0, 1, 2]
+    assert parsed["last_work"] == {0: {"at": 808, "enqueued": 811, "completed": 807},
+                                   1: {"at": 808, "enqueued": 811, "completed": 807}}
+
+
+def test_an_nccl_error_reported_by_the_watchdog_with_its_last_error_and_memlock_is_set_up():
+    entry = rf.parse_runtime_log(read("torch_nccl_error_remote-exited_IB-error5__DeepEP-106.txt"))["async_errors"][0]
+    assert entry["last_error"].startswith("NET/IB : Got completion from peer 172.21.17.89<38536> with error 5")
+    assert entry["version"] == "2.20.5"
+    memlock = "n1:1:2 [0] misc/ibvwrap.cc:100 NCCL WARN Call to ibv_create_qp failed with error Cannot allocate memory"
+    assert rf.classify_nccl_error(memlock)["class"] == "system"
