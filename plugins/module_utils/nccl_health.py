@@ -50,11 +50,14 @@ import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
 from ansible_collections.ddp.cluster.plugins.module_utils.netprobe import classify_connect
-from ansible_collections.ddp.cluster.plugins.module_utils.runtime_failures import (
+from ansible_collections.ddp.cluster.plugins.module_utils.runtime_failures import (  # noqa: F401 (re-exported)
     RUNTIME_CODES,
+    WARN_HINTS,
     classify_nccl_error,
     parse_runtime_log,
     runtime_problems,
+    warn_hint,
+    warn_problems,
 )
 from ansible_collections.ddp.cluster.plugins.module_utils.roce_health import parse_nccl_ifname
 from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import (
@@ -108,32 +111,6 @@ NOT_READ = {
                      "pass timeout=datetime.timedelta(seconds=...) to torch.distributed.init_process_group "
                      "(ddp_benchmark's --init-timeout-s), and remove NCCL_TIMEOUT"),
 }
-
-# Known NCCL WARN texts -> what to do. Sources: NCCL user guide troubleshooting
-# (networking_troubleshooting.rst), NCCL src/bootstrap.cc, shared/cases C03/C04/C06.
-WARN_HINTS = (
-    (r"ibv_create_qp failed|ibv_reg_mr failed",
-     "the locked-memory limit is too low for RDMA: set 'memlock unlimited' (limits.conf / systemd "
-     "LimitMEMLOCK / container --ulimit memlock=-1) and check 'ulimit -l' in the job"),
-    (r"ibv_modify_qp failed",
-     "the RoCE GID index is wrong (link-local or RoCE v1 entry): unset NCCL_IB_GID_INDEX with NCCL >= 2.21, "
-     "else set the index of the RoCE v2 entry with the node's IPv4 address (roce_health reports it)"),
-    (r"No route to host",
-     "a firewall rejects rank-to-rank connections on ephemeral ports (firewalld answers 'No route to host'): "
-     "open the fabric interface between the nodes (firewall role), not only the rendezvous port"),
-    (r"Connection refused",
-     "a peer was not listening: a rank died earlier, or the address is wrong (check NCCL_SOCKET_IFNAME and "
-     "that the hostname does not resolve to loopback)"),
-    (r"Connection timed out|timed out",
-     "packets are dropped on the way (a DROP firewall rule, a wrong route or a wrong interface)"),
-    (r"no socket interface found|No socket interface found",
-     "NCCL_SOCKET_IFNAME matches no interface on this node: fix the name or list"),
-    (r"Failed to initialize any NET plugin",
-     "no network plugin started: check the RDMA stack (rdma-core, mlx5_ib) and NCCL_NET / NCCL_IB_DISABLE"),
-    (r"NET/IB.*(?:error|Error)|completion error|wc_status|vendor err",
-     "an RDMA transfer failed: check the RoCE port (roce_health), PFC/ECN on the switch and the GID index"),
-)
-
 
 def default_script(python_env):
     """Where the pytorch_env role installs the all-reduce script in the environment ``python_env``."""
@@ -236,37 +213,6 @@ def check_transport(transport, expected, subject, rdma_devices=None, backend="nc
             "NCCL used NET/Socket although RDMA device(s) %s exist on this node" % ", ".join(rdma_devices),
             "unset NCCL_IB_DISABLE / NCCL_NET=Socket, check NCCL_IB_HCA and that the ports are ACTIVE "
             "(roce_health); set expected_transport: IB to make this an error"))
-    return problems
-
-
-def warn_hint(text):
-    """The fix for a known NCCL WARN text, or a generic one."""
-    for pattern, fix in WARN_HINTS:
-        if re.search(pattern, text):
-            return fix
-    return "see the NCCL troubleshooting guide for this message; rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ALL"
-
-
-def warn_problems(warnings, subject):
-    """One NCCL_WARN warning per distinct WARN text (hosts and locations merged)."""
-    seen = {}
-    for w in warnings:
-        key = re.sub(r"<\d+>", "<port>", w["text"])
-        entry = seen.setdefault(key, {"text": w["text"], "count": 0, "where": []})
-        entry["count"] += 1
-        where = w.get("location") or ""
-        if w.get("host"):
-            where = "%s %s" % (w["host"], where)
-        if where.strip() and where.strip() not in entry["where"]:
-            entry["where"].append(where.strip())
-    problems = []
-    for entry in seen.values():
-        message = "NCCL WARN %s" % entry["text"]
-        if entry["count"] > 1:
-            message += " (%d times)" % entry["count"]
-        if entry["where"]:
-            message += " [%s]" % ", ".join(entry["where"][:3])
-        problems.append(problem("NCCL_WARN", "warning", subject, message, warn_hint(entry["text"])))
     return problems
 
 

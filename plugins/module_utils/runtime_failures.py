@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import parse_log_line
 
 # "[Rank 0] Watchdog caught ..." (torch <= 2.4) and "[PG ID 0 PG GUID 0(default_pg) Rank 1] Watchdog caught ..." (2.5+).
 _WATCHDOG = re.compile(
@@ -77,7 +78,6 @@ _CHILD_FAILED = re.compile(r"ChildFailedError")
 _FAILURE_FIELDS = re.compile(r"^\s*(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<value>.*?)\s*$")
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)")
 _SIGNAL = re.compile(r"Signal (?P<num>\d+) \((?P<name>SIG\w+)\) received by PID (?P<pid>\d+)")
-_WARN = re.compile(r"^(?:(?P<host>[^\s:]+):\d+:\d+ \[\d+\] )?(?:(?P<loc>[\w./-]+:\d+) )?NCCL WARN (?P<text>.*?)\s*$")
 _NT_FAILURE = re.compile(r"Test (?P<kind>NCCL|CUDA) failure (?P<loc>\S+) '(?P<text>[^']*)'")
 _PREFIX = re.compile(r"^(?:\[(?:default)?\d+\]:|\[rank\d+\]:|\d+: |\[\d+,\d+\]<std(?:out|err)>:)\s*")
 
@@ -154,10 +154,10 @@ def parse_runtime_log(text):
             elif waiting_last and line.strip():
                 out["async_errors"][-1]["last_error"] = line.strip()
                 waiting_last = False
-        match = _WARN.search(line)
-        if match:
-            out["nccl_warnings"].append({"host": match.group("host"), "location": match.group("loc"),
-                                         "text": match.group("text")})
+        record = parse_log_line(line)
+        if record is not None and record["level"] == "WARN":
+            out["nccl_warnings"].append({"host": record["host"], "location": record["location"],
+                                         "text": record["message"]})
             continue
         match = _NT_FAILURE.search(line)
         if match:
@@ -386,16 +386,65 @@ def runtime_problems(text, subject="job", world_size=None):
                 if signal else ""),
             "read that rank's own traceback (above in the log, or error_file); for SIGKILL check `dmesg | grep -i "
             "oom` on %s; for SIGABRT after an NCCL error the NCCL finding is the cause" % (entry.get("host") or "the host")))
-    seen = set()
-    for warn in parsed["nccl_warnings"]:
-        key = re.sub(r"\d+", "#", warn["text"])
-        if key in seen or len(seen) >= 5:
-            continue
-        seen.add(key)
-        out.append(problem("NCCL_WARN", "warning", subject, "NCCL WARN %s%s" % (
-            warn["text"], " [%s %s]" % (warn["host"] or "", warn["location"] or "") if warn["host"] or warn["location"]
-            else ""), classify_nccl_error(warn["text"])["fix"]))
+    out.extend(warn_problems(parsed["nccl_warnings"], subject))
     return out
+
+
+# Known NCCL WARN texts -> what to do. Sources: NCCL user guide troubleshooting
+# (networking_troubleshooting.rst), NCCL src/bootstrap.cc, shared/cases C03/C04/C06.
+WARN_HINTS = (
+    (r"ibv_create_qp failed|ibv_reg_mr failed",
+     "the locked-memory limit is too low for RDMA: set 'memlock unlimited' (limits.conf / systemd "
+     "LimitMEMLOCK / container --ulimit memlock=-1) and check 'ulimit -l' in the job"),
+    (r"ibv_modify_qp failed",
+     "the RoCE GID index is wrong (link-local or RoCE v1 entry): unset NCCL_IB_GID_INDEX with NCCL >= 2.21, "
+     "else set the index of the RoCE v2 entry with the node's IPv4 address (roce_health reports it)"),
+    (r"No route to host",
+     "a firewall rejects rank-to-rank connections on ephemeral ports (firewalld answers 'No route to host'): "
+     "open the fabric interface between the nodes (firewall role), not only the rendezvous port"),
+    (r"Connection refused",
+     "a peer was not listening: a rank died earlier, or the address is wrong (check NCCL_SOCKET_IFNAME and "
+     "that the hostname does not resolve to loopback)"),
+    (r"Connection timed out|timed out",
+     "packets are dropped on the way (a DROP firewall rule, a wrong route or a wrong interface)"),
+    (r"no socket interface found|No socket interface found",
+     "NCCL_SOCKET_IFNAME matches no interface on this node: fix the name or list"),
+    (r"Failed to initialize any NET plugin",
+     "no network plugin started: check the RDMA stack (rdma-core, mlx5_ib) and NCCL_NET / NCCL_IB_DISABLE"),
+    (r"NET/IB.*(?:error|Error)|completion error|wc_status|vendor err",
+     "an RDMA transfer failed: check the RoCE port (roce_health), PFC/ECN on the switch and the GID index"),
+)
+
+
+def warn_hint(text):
+    """The fix for a known NCCL WARN text, or a generic one."""
+    for pattern, fix in WARN_HINTS:
+        if re.search(pattern, text):
+            return fix
+    return "see the NCCL troubleshooting guide for this message; rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ALL"
+
+
+def warn_problems(warnings, subject):
+    """One NCCL_WARN warning per distinct WARN text (hosts and locations merged)."""
+    seen = {}
+    for w in warnings:
+        key = re.sub(r"<\d+>", "<port>", w["text"])
+        entry = seen.setdefault(key, {"text": w["text"], "count": 0, "where": []})
+        entry["count"] += 1
+        where = w.get("location") or ""
+        if w.get("host"):
+            where = "%s %s" % (w["host"], where)
+        if where.strip() and where.strip() not in entry["where"]:
+            entry["where"].append(where.strip())
+    problems = []
+    for entry in seen.values():
+        message = "NCCL WARN %s" % entry["text"]
+        if entry["count"] > 1:
+            message += " (%d times)" % entry["count"]
+        if entry["where"]:
+            message += " [%s]" % ", ".join(entry["where"][:3])
+        problems.append(problem("NCCL_WARN", "warning", subject, message, warn_hint(entry["text"])))
+    return problems
 
 
 # Codes that say the run broke at run time (not at start-up): a caller can tell them from rendezvous failures.
