@@ -100,7 +100,7 @@ options:
     description:
       - Floor for the busbw (GB/s) of the largest size; below it C(NCCL_BUSBW_LOW) (error). Not set, no check with
         O(mode=torch) (the health stage passes the floor it derives), and with O(mode=nccl-tests) a floor from the
-        hardware the run used (RV(busbw_floor)): across nodes 0.25 x the rate of this node's active RDMA ports its
+        hardware the run used (RV(busbw_floor)), across nodes 0.25 x the rate of this node's active RDMA ports its
         ranks use (from 16 MiB on), on one node of 8 SXM A100 / H100 / H200 OCI's 185 / 440 GB/s (from 1 GiB on);
         V(0) turns it off.
       - "Figures seen in public runs: 8xA100 NVLink 235 GB/s at 8 GiB, 2 nodes 8xH100 with 16x200G RoCE 464 GB/s,

@@ -20,8 +20,8 @@ description:
     library path is the one jobs get) for torch's version and the CUDA, cuDNN and NCCL versions torch really
     loads, and from which file. A library loaded from outside the wheel folder that ships it is
     C(STACK_LIBRARY_SHADOWED); so is a copy of a library the wheel brings (NCCL, cuDNN, cuBLAS, the CUDA runtime) in a
-    folder of the environment's C(LD_LIBRARY_PATH) (error: the loader finds it first) or in C(ldconfig -p) (warning;
-    error when torch's load error names it), also when torch does not import (the load error is read, not swallowed).
+    folder of the environment's C(LD_LIBRARY_PATH) (an error, as the loader finds it first) or in C(ldconfig -p) (a
+    warning, an error when torch's load error names it), also when torch does not import (the load error is read, not swallowed).
   - Compares the result with the roles' manifest in O(manifest_dir) (C(<role>.json), written from the plan);
     a value that drifted is C(STACK_DRIFT). A kernel module and driver library of different versions is
     C(STACK_DRIVER_MISMATCH). A probe that cannot run or import torch is C(STACK_PROBE_FAILED).
