@@ -349,13 +349,33 @@ _CONNECT_PATTERNS = (
 )
 
 
+def runtime_breakage(text, subject="run"):
+    """The runtime failures that say the run broke after its ranks had connected: an NCCL watchdog timeout (a hung
+    collective), a Gloo timeout, an NCCL error during the run that is not a refused or unreachable connection at
+    start-up. [] when the text shows none (then a failure is a rendezvous/connect one)."""
+    found = [p for p in runtime_problems(text or "", subject) if p["code"] in RUNTIME_CODES]
+    connect = _connect_verdict(text)["verdict"] in ("firewall_reject", "refused", "unreachable", "unresolved")
+    return [p for p in found if p["code"] in ("TORCH_NCCL_WATCHDOG_TIMEOUT", "GLOO_TIMEOUT")
+            or (p["code"] == "TORCH_NCCL_ASYNC_ERROR" and not connect)]
+
+
 def classify_failure(text, timed_out=False):
     """Classify torchrun / NCCL failure text like a TCP probe (module_utils/netprobe.py).
 
-    :returns: ``{verdict, message}``; verdict ``firewall_reject`` for "No route to host" (how a
-        firewalld reject reads, C03), ``refused``, ``unreachable``, ``unresolved``, ``timeout``, or
-        ``error`` when nothing network-like is in the text.
+    :returns: ``{verdict, message}``; verdict ``collective_hang`` when the run hung inside a collective (an NCCL
+        watchdog or Gloo timeout: the ranks had connected, so not a firewall), ``nccl_error`` for an NCCL error
+        during the run, else ``firewall_reject`` for "No route to host" (how a firewalld reject reads, C03),
+        ``refused``, ``unreachable``, ``unresolved``, ``timeout``, or ``error`` when nothing network-like is in the
+        text.
     """
+    broke = runtime_breakage(text)
+    if broke:
+        verdict = "nccl_error" if broke[0]["code"] == "TORCH_NCCL_ASYNC_ERROR" else "collective_hang"
+        return {"verdict": verdict, "message": broke[0]["message"]}
+    return _connect_verdict(text, timed_out)
+
+
+def _connect_verdict(text, timed_out=False):
     for pattern, kwargs in _CONNECT_PATTERNS:
         if re.search(pattern, text or ""):
             return classify_connect(kwargs.get("err_no"), timed_out=kwargs.get("timed_out", False),
@@ -403,8 +423,21 @@ _FIXES = {
 
 
 def rendezvous_problem(rc, output, subject, endpoint, timed_out=False):
+    """The problem of a failed or timed-out torchrun, with the cause classified.
+
+    A run that broke after the ranks connected (:func:`runtime_breakage`: a hung collective, an NCCL error during
+    the run) is reported with the runtime reader's code (``TORCH_NCCL_WATCHDOG_TIMEOUT``, ``GLOO_TIMEOUT``,
+    ``TORCH_NCCL_ASYNC_ERROR``), not as a rendezvous failure; anything else is ``NCCL_RENDEZVOUS_FAILED``.
+    """
+    broke = runtime_breakage(output, subject)
+    if broke:
+        return broke[0], classify_failure(output, timed_out=timed_out)
+    return _rendezvous_failed(rc, output, subject, endpoint, timed_out)
+
+
+def _rendezvous_failed(rc, output, subject, endpoint, timed_out=False):
     """NCCL_RENDEZVOUS_FAILED for a failed or timed-out torchrun, with the cause classified."""
-    cause = classify_failure(output, timed_out=timed_out)
+    cause = _connect_verdict(output, timed_out=timed_out)
     if timed_out and cause["verdict"] in ("timeout", "error"):
         cause = {"verdict": "timeout",
                  "message": "the run did not finish within the timeout: a node did not join, or the ranks could "
@@ -455,11 +488,9 @@ def diagnose_torch_run(rc, output, data, subject, endpoint, min_busbw_gbps=None,
         else:
             # A run that broke after the ranks connected (a collective that hung, an NCCL error mid-run, a worker that
             # died) is named by what broke; only the rest is a rendezvous failure.
-            runtime = [p for p in runtime_problems(output, subject) if p["code"] in RUNTIME_CODES]
-            connect = classify_failure(output)["verdict"] in ("firewall_reject", "refused", "unreachable", "unresolved")
-            broke = [p for p in runtime if p["code"] in ("TORCH_NCCL_WATCHDOG_TIMEOUT", "GLOO_TIMEOUT")
-                     or (p["code"] == "TORCH_NCCL_ASYNC_ERROR" and not connect)]
+            broke = runtime_breakage(output, subject)
             if broke:
+                runtime = [p for p in runtime_problems(output, subject) if p["code"] in RUNTIME_CODES]
                 problems += runtime
                 problems += warn_problems(log["warnings"], subject)
                 problems += check_nccl_env(env, torch_version, subject=subject)

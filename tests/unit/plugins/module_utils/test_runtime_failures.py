@@ -140,3 +140,15 @@ def test_an_nccl_error_reported_by_the_watchdog_with_its_last_error_and_memlock_
     assert entry["version"] == "2.20.5"
     memlock = "n1:1:2 [0] misc/ibvwrap.cc:100 NCCL WARN Call to ibv_create_qp failed with error Cannot allocate memory"
     assert rf.classify_nccl_error(memlock)["class"] == "system"
+
+
+def test_the_torch_modes_own_classifiers_name_a_hung_collective():
+    text = read("torch_watchdog_timeout_old-format_1800000ms__OFA-271.txt")
+    assert nh.classify_failure(text)["verdict"] == "collective_hang"
+    prob, cause = nh.rendezvous_problem(1, text, "node n1", "n1:29500")
+    assert prob["code"] == "TORCH_NCCL_WATCHDOG_TIMEOUT" and cause["verdict"] == "collective_hang"
+    refused = read("nccl_pytorch_unhandled-system-error_+_WARN_socket-connect-refused__ml-engineering.txt", NCCL)
+    assert nh.classify_failure(refused)["verdict"] == "refused"
+    assert nh.rendezvous_problem(1, refused, "node n1", "n1:29500")[0]["code"] == "NCCL_RENDEZVOUS_FAILED"
+    assert nh.classify_failure(read("torch_nccl_async_error_ncclRemoteError_IB-error12__stanford_alpaca-207.txt"))[
+        "verdict"] == "nccl_error"
