@@ -481,18 +481,25 @@ def diagnose(facts, params=None):
         _xid_problems(facts, gpus, problems)
 
     if _param(params, "pcie_check"):
-        for entry in facts.get("acs") or []:
-            below = entry.get("devices_below")
-            problems.append(problem(
-                "GPU_ACS_REDIRECT", "error", "PCI bridge %s" % (entry["address"] or "?"),
-                "ACS redirects peer-to-peer traffic to the root complex (%s)%s" % (
-                    " ".join("%s%s" % (k, "+" if v else "-") for k, v in entry["acsctl"].items()
-                             if k in ("ReqRedir", "CmpltRedir")),
-                    "; above %s" % ", ".join(below) if below else ""),
-                "Disable ACS on the PCIe switches (BIOS option, or `setpci -s <bridge> ECAP_ACS+0x6.w=0000` at "
-                "boot) so GPU peer-to-peer and GPUDirect RDMA go through the switch; keep it in a VM/IOMMU setup "
-                "that needs isolation."))
+        problems.extend(acs_problems(facts.get("acs")))
         _pcie_path_problems(facts, gpus, problems)
+    return problems
+
+
+def acs_problems(entries):
+    """``GPU_ACS_REDIRECT`` for each :func:`acs_redirects` entry (a bridge that redirects peer-to-peer traffic)."""
+    problems = []
+    for entry in entries or []:
+        below = entry.get("devices_below")
+        problems.append(problem(
+            "GPU_ACS_REDIRECT", "error", "PCI bridge %s" % (entry["address"] or "?"),
+            "ACS redirects peer-to-peer traffic to the root complex (%s)%s" % (
+                " ".join("%s%s" % (k, "+" if v else "-") for k, v in entry["acsctl"].items()
+                         if k in ("ReqRedir", "CmpltRedir")),
+                "; above %s" % ", ".join(below) if below else ""),
+            "Disable ACS on the PCIe switches (BIOS option, or `setpci -s <bridge> ECAP_ACS+0x6.w=0000` at "
+            "boot) so GPU peer-to-peer and GPUDirect RDMA go through the switch; keep it in a VM/IOMMU setup "
+            "that needs isolation."))
     return problems
 
 

@@ -19,7 +19,7 @@ kind                the text                                                    
 ``ibstatus``        ``ibstatus``                                                 ``roce_health.diagnose``
 ``ibv_devinfo``     ``ibv_devinfo [-v]``                                         ``roce_health.diagnose``
 ``rdma_link``       ``rdma link [show]``                                         ``roce_health.diagnose``
-``lspci``           ``lspci -vv[v]``                                             ``pcie.lspci_text_problems``
+``lspci``           ``lspci -vv[v]`` (links, ACS)                                ``pcie.lspci_text_problems``
 ``kernel_log``      ``dmesg`` / ``journalctl -k`` (Xids, PCIe limited/AER)       ``gpu_system``, ``pcie``
 ``ldconfig``        ``ldconfig -p``, ``LD_LIBRARY_PATH=...``, a load error       ``node_stack.shadowing_problems``
 ==================  ===========================================================  ==================================
@@ -37,6 +37,7 @@ import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils import (
     floors,
+    gpu_health,
     nccl_health,
     nccl_parsers,
     node_stack,
@@ -207,6 +208,7 @@ def _rdma_link(text, ctx, _subject):
 
 def _lspci(text, ctx, _subject):
     found = pcie.lspci_text_problems(text, ctx.get("line_rates"), ctx.get("busy", True))
+    found += gpu_health.acs_problems(gpu_health.acs_redirects(text))  # bridges redirecting peer-to-peer (case C08)
     return found, {"links": pcie.parse_lspci_links(text)}
 
 
