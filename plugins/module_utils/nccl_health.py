@@ -539,6 +539,10 @@ def diagnose_torch_run(rc, output, data, subject, endpoint, min_busbw_gbps=None,
     return problems, facts
 
 
+_CLASS_WORDS = {"transport": "a transport failure (a transfer between nodes failed)",
+                "process": "a peer failure (another rank exited or closed its connection first)",
+                "cuda": "a CUDA failure (a GPU, the driver or GPU memory)",
+                "system": "a set-up failure of NCCL on a node"}
 _FAILURE_CODES = {"transport": "NCCL_TRANSPORT_ERROR", "process": "NCCL_PEER_EXITED", "cuda": "NCCL_CUDA_ERROR",
                   "system": "NCCL_SETUP_ERROR"}
 
@@ -566,7 +570,7 @@ def nccl_tests_failure(output):
     if nccl_error:
         parts.append("NCCL: %s" % nccl_error)
     if cls["class"] != "unknown":
-        parts.append("a %s failure" % cls["class"])
+        parts.append(_CLASS_WORDS.get(cls["class"], "a %s failure" % cls["class"]))
     if cls["evidence"]:
         parts.append("evidence: %s" % " | ".join(cls["evidence"][:3]))
     if not parts:

@@ -266,8 +266,16 @@ def classify_nccl_error(text):
         if name == "transport" and hits and all(re.search(_MEMLOCK, line) for line in hits):
             name = "system"
         if hits:
-            return {"class": name, "evidence": _dedup(hits)[:4], "fix": CLASS_FIXES[name]}
+            return {"class": name, "evidence": [_evidence(line) for line in _dedup(hits)[:4]], "fix": CLASS_FIXES[name]}
     return {"class": "unknown", "evidence": [], "fix": CLASS_FIXES["unknown"]}
+
+
+def _evidence(line):
+    """An evidence line without its pid/tid and source location (``misc/socket.cc:49``): the host and NCCL's text."""
+    record = parse_log_line(line)
+    if record is not None:
+        return "%s%s" % ("%s: " % record["host"] if record["host"] else "", record["message"])
+    return re.sub(r"\b[\w./-]+\.(?:cc|cu|cpp|c|h|hpp):\d+\s*", "", line).strip()
 
 
 def _dedup(lines):
