@@ -22,6 +22,7 @@ kind                the text                                                    
 ``lspci``           ``lspci -vv[v]`` (links, ACS)                                ``pcie.lspci_text_problems``
 ``kernel_log``      ``dmesg`` / ``journalctl -k`` (Xids, PCIe limited/AER)       ``gpu_system``, ``pcie``
 ``ldconfig``        ``ldconfig -p``, ``LD_LIBRARY_PATH=...``, a load error       ``node_stack.shadowing_problems``
+``nvidia_smi``      ``nvidia-smi -q [-x]`` or ``--query-gpu ... --format=csv``   ``gpu_health.diagnose``
 ==================  ===========================================================  ==================================
 
 ``context`` carries what the text alone cannot say (all optional): ``rc`` (nccl-tests' exit status; default 0 when
@@ -29,7 +30,7 @@ the table completed, else 1), ``min_busbw_gbps`` (else ``floors.nccl_tests_floor
 ``rdma_ports_gbps``: the active RDMA port rates of one node, for runs across nodes), ``expected_transport``, ``world_size``, ``gpus`` (``{node: GPUs it
 has}``), ``nodes`` (Slurm node names to judge), ``clock_offsets`` (``{node: s}``), ``nccl_ib_hca``, ``line_rates``
 (``{NIC PCI address or "*": Gb/s}``), ``busy`` (GPUs busy when lspci ran, default True), ``ld_library_path``,
-``wheel_lib_dirs``, ``subject``.
+``wheel_lib_dirs``, ``expected_gpus``, ``subject``.
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import pars
 from ansible_collections.ddp.cluster.plugins.module_utils.verdict import node_verdict
 
 KINDS = ("scontrol", "sinfo", "slurm_log", "training_log", "nccl_tests", "nccl_debug", "ibstat", "ibstatus",
-         "ibv_devinfo", "rdma_link", "lspci", "kernel_log", "ldconfig")
+         "ibv_devinfo", "rdma_link", "lspci", "kernel_log", "ldconfig", "nvidia_smi")
 
 _TRAINING = re.compile(r"Watchdog caught collective operation timeout|ChildFailedError|DistStoreError|"
                        r"DistNetworkError|client socket has timed out|gloo/transport|Rendezvous\w*Error|"
@@ -68,6 +69,10 @@ def detect_kind(text):
         return "nccl_tests"
     if _TRAINING.search(body):
         return "training_log"
+    if re.search(r"<nvidia_smi_log>|=+NVSMI LOG=+|^\s*(?:timestamp, )?(?:index|name|driver_version|pci\.bus_id)[,\s]|"
+                 r"^Driver Version\s+: \d|^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d\s*$",
+                 body, re.M) and not re.search(r"^\s*LnkCap:", body, re.M):
+        return "nvidia_smi"
     if re.search(r"^\s*CA\s+'[^']+'", body, re.M):
         return "ibstat"
     if re.search(r"Infiniband device '[^']+' port \d+ status", body):
@@ -237,6 +242,15 @@ def _kernel_log(text, ctx, _subject):
     return found, {"pcie": messages}
 
 
+def _nvidia_smi(text, ctx, _subject):
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    kind = "xml" if "<nvidia_smi_log>" in text else (
+        "csv" if "," in first and ":" not in first.split(",")[0] else "text")
+    facts = gpu_health.build_facts({"smi_found": True, "smi_rc": 0, "smi_out": text, "smi_format": kind})
+    params = {"check_xid": False, "expected_gpus": ctx.get("expected_gpus")}
+    return gpu_health.diagnose(facts, params), {"gpus": facts["gpus"], "driver_version": facts["driver_version"]}
+
+
 _NIC_DRIVERS = ("mlx", "bnxt", "ice", "i40e", "ixgbe", "irdma", "efa", "qed", "cxgb")
 
 
@@ -252,5 +266,5 @@ _READERS = {
     "scontrol": _slurm_states, "sinfo": _slurm_states, "slurm_log": _slurm_log, "training_log": _training,
     "nccl_tests": _nccl_tests, "nccl_debug": _nccl_debug, "ibstat": _ibstat, "ibstatus": _ibstatus,
     "ibv_devinfo": _ibv_devinfo, "rdma_link": _rdma_link, "lspci": _lspci, "kernel_log": _kernel_log,
-    "ldconfig": _ldconfig,
+    "ldconfig": _ldconfig, "nvidia_smi": _nvidia_smi,
 }

@@ -19,7 +19,8 @@ description:
     failure, classified transport / peer exited / CUDA / set-up), V(nccl_debug) (NCCL INFO/WARN lines, net plugins),
     V(ibstat), V(ibstatus), V(ibv_devinfo), V(rdma_link) (port state, LID, subnet manager), V(lspci) (C(-vv) link
     width and speed, a NIC below its line rate), V(kernel_log) (Xids, PCIe limited-by and AER lines), V(ldconfig)
-    (C(ldconfig -p), C(LD_LIBRARY_PATH=...) and a library load error: a library the torch wheel brings, shadowed)."
+    (C(ldconfig -p), C(LD_LIBRARY_PATH=...) and a library load error: a library the torch wheel brings, shadowed),
+    V(nvidia_smi) (C(nvidia-smi -q), C(-q -x) or C(--query-gpu) CSV: ECC, row remapping, PCIe, NVLink, as gpu_health)."
   - Problem codes and their fixes are in the collection's troubleshooting guide; the logic is in
     C(plugins/module_utils/text_diagnosis.py).
   - Changes nothing; C(changed) is always false.
@@ -34,14 +35,14 @@ options:
     description: What the text is; V(auto) detects it.
     type: str
     choices: [auto, scontrol, sinfo, slurm_log, training_log, nccl_tests, nccl_debug, ibstat, ibstatus, ibv_devinfo,
-              rdma_link, lspci, kernel_log, ldconfig]
+              rdma_link, lspci, kernel_log, ldconfig, nvidia_smi]
     default: auto
   context:
     description:
       - "What the text alone cannot say: C(rc) (nccl-tests' exit status), C(min_busbw_gbps), C(expected_transport),
         C(world_size), C(gpus) (Slurm node -> GPUs it has), C(nodes) (Slurm nodes to judge), C(clock_offsets)
         (node -> seconds), C(nccl_ib_hca), C(line_rates) (NIC PCI address or C(*) -> Gb/s), C(busy) (GPUs busy when
-        lspci ran), C(ld_library_path), C(wheel_lib_dirs), C(subject)."
+        lspci ran), C(ld_library_path), C(wheel_lib_dirs), C(expected_gpus), C(subject)."
     type: dict
     default: {}
 author:

@@ -60,6 +60,11 @@ ROWS = [
     ("node_stack/torch_import_error_undefined-symbol-ncclCommRegister__pytorch-120186.txt", "ldconfig", "FAIL",
      "STACK_LIBRARY_SHADOWED"),
     ("node_stack/ldconfig-p_debian12-controller.txt", "ldconfig", "PASS", None),
+    ("gpu/nvidia-smi_q_excerpt_A100-SXM4-80GB_xid63_dram-correctable_row-remap-pending__ml-engineering.txt",
+     "nvidia_smi", "FAIL", "GPU_ROW_REMAP_PENDING"),
+    ("gpu/nvidia-smi_q_x_A100-SXM4-80GB_driver535__telegraf.xml", "nvidia_smi", "WARN", "GPU_PERSISTENCE_OFF"),
+    ("gpu/nvidia-smi_query-gpu_csv_all-fields_1xH100_driver590_idle__nvidia_gpu_exporter-captures.txt", "nvidia_smi",
+     "PASS", None),
 ]
 
 
