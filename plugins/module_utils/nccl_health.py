@@ -112,6 +112,7 @@ NOT_READ = {
                      "(ddp_benchmark's --init-timeout-s), and remove NCCL_TIMEOUT"),
 }
 
+
 def default_script(python_env):
     """Where the pytorch_env role installs the all-reduce script in the environment ``python_env``."""
     return "/".join([python_env.rstrip("/")] + list(SCRIPT_DIR) + [SCRIPT_NAME])

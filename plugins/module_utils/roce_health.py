@@ -338,8 +338,8 @@ def fabric_reasons(port, ports, is_fabric_port=False, ipv4=None, hca_list=None):
                  if p.get("device") != port.get("device") and p.get("port") == port.get("port")
                  and p.get("link_layer") == "InfiniBand" and _port_up(p)]
         if peers:
-            why.append("port %s of the node's other InfiniBand HCAs (%s) is ACTIVE" % (port.get("port"),
-                                                                                     ", ".join(peers[:4])))
+            why.append("port %s of the node's other InfiniBand HCAs (%s) is ACTIVE"
+                       % (port.get("port"), ", ".join(peers[:4])))
     return why
 
 

@@ -168,8 +168,8 @@ def _nccl_tests(text, ctx, subject):
     if rc is None:
         rc = 0 if parsed["complete"] and not parsed["failures"] else 1
     rates = ctx.get("rdma_ports_gbps") or []
-    roce = {"devices": [{"name": "port%d" % i, "ports": [{"port": 1, "state": "ACTIVE", "phys_state": "LinkUp",
-                                                           "rate_gbps": float(r)}]} for i, r in enumerate(rates)]}
+    ports = [{"port": 1, "state": "ACTIVE", "phys_state": "LinkUp", "rate_gbps": float(r)} for r in rates]
+    roce = {"devices": [{"name": "port%d" % i, "ports": [p]} for i, p in enumerate(ports)]}
     floor = floors.nccl_tests_floor(parsed, roce, ctx.get("min_busbw_gbps"))
     found, facts = nccl_health.diagnose_nccl_tests(rc, text, subject, min_busbw_gbps=floor["floor_gbps"],
                                                    expected_transport=ctx.get("expected_transport"))

@@ -146,8 +146,8 @@ def test_net_using_lines_detail():
     parsed = parse_nccl_debug(read("nccl_debug_INFO_NET-Using-lines_IB-RoCE-bond-Socket-FastSocket__ml-engineering.txt"))
     ib = parsed["net"][3]
     assert ib["plugin"] == "IB" and ib["relaxed_ordering"] is True and ib["oob"] == "ibp25s0:10.0.12.82"
-    assert ib["devices"][8] == {"index": 8, "name": "mlx5_bond_0", "port": 1, "link_layer": "RoCE", "address": None,
-                                 "features": []}
+    assert ib["devices"][8] == {"index": 8, "name": "mlx5_bond_0", "port": 1, "link_layer": "RoCE",
+                                "address": None, "features": []}
     sock = parsed["net"][2]
     assert sock["devices"] == [{"index": 0, "name": "eth0", "port": None, "link_layer": None, "address": "10.0.0.23",
                                 "features": []}]

@@ -184,8 +184,7 @@ def _found(problems):
 
 def test_a_cudnn_on_ld_library_path_shadows_the_wheels():
     cudnn = _fx("ldconfig-p_grep-libcudnn_cuDNN8-in-usr-local-cuda.txt")
-    found = ns.shadowing_problems("LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:/usr/lib", None,
-                                          cudnn)
+    found = ns.shadowing_problems("LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:/usr/lib", None, cudnn)
     assert _found(found) == [("STACK_LIBRARY_SHADOWED", "error", "cuDNN (libcudnn)")]
     assert "/usr/local/cuda/targets/x86_64-linux/lib/libcudnn.so.8" in found[0]["message"]
     # the same copies only in the linker cache: a warning where the wheel ships cuDNN 8, nothing where that is unknown

@@ -345,9 +345,9 @@ def test_no_subnet_manager_and_no_lid():
     assert _codes(rh.diagnose({"ports": [port]})) == [("IB_PORT_NO_LID", "error", "mlx5_0/1")]
     port.update(lid=4, sm_lid=0)
     assert _codes(rh.diagnose({"ports": [port]})) == [("IB_PORT_NO_SM", "error", "mlx5_0/1")]
-    port.update(link_layer="Ethernet", lid=0, sm_lid=0, gids=[{"index": 3, "gid": "::ffff:192.0.2.10", "type": "RoCE v2",
-                                                              "version": 2, "ipv4": "192.0.2.10", "link_local": False,
-                                                              "ndev": None}])
+    gid = {"index": 3, "gid": "::ffff:192.0.2.10", "type": "RoCE v2", "version": 2, "ipv4": "192.0.2.10",
+           "link_local": False, "ndev": None}
+    port.update(link_layer="Ethernet", lid=0, sm_lid=0, gids=[gid])
     assert rh.diagnose({"ports": [port]}) == []
 
 
