@@ -50,13 +50,11 @@ import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
 from ansible_collections.ddp.cluster.plugins.module_utils.netprobe import classify_connect
-from ansible_collections.ddp.cluster.plugins.module_utils.runtime_failures import (  # noqa: F401 (re-exported)
+from ansible_collections.ddp.cluster.plugins.module_utils.runtime_failures import (
     RUNTIME_CODES,
-    WARN_HINTS,
     classify_nccl_error,
     parse_runtime_log,
     runtime_problems,
-    warn_hint,
     warn_problems,
 )
 from ansible_collections.ddp.cluster.plugins.module_utils.roce_health import parse_nccl_ifname
