@@ -58,7 +58,7 @@ _ENCODING = ((5.0, 8.0 / 10.0), (32.0, 128.0 / 130.0), (64.0, 242.0 / 256.0))
 MODEL_RATES_GBPS = (
     (r"ConnectX-8", 800.0), (r"ConnectX-7|BlueField-3", 400.0), (r"ConnectX-6 Lx", 50.0), (r"ConnectX-6 Dx", 100.0),
     (r"ConnectX-6", 200.0), (r"ConnectX-5", 100.0), (r"ConnectX-4 Lx", 50.0), (r"ConnectX-4", 100.0),
-    (r"BlueField-2", 100.0), (r"ConnectX-3", 56.0),
+    (r"BlueField-2", 100.0),
 )
 
 
@@ -348,7 +348,7 @@ def lspci_text_problems(text, line_rates=None, busy=True):
     path): each GPU's and NIC's own link, ``LnkSta`` against its own ``LnkCap``.
 
     :param line_rates: ``{address: Gb/s}`` of the NICs' ports, or ``{"*": Gb/s}`` for every NIC; a NIC without one
-        takes its model's fastest port speed (:data:`MODEL_RATES_GBPS`).
+        whose link trained below its own capability takes its model's fastest port speed (:data:`MODEL_RATES_GBPS`).
     :param busy: whether the GPUs were in use when lspci ran (an idle GPU lowers its link speed on purpose).
     :returns: problems (``PCIE_LINK_DEGRADED``, ``PCIE_LINK_BELOW_LINE_RATE``).
     :raises PcieFormatError: text that is not lspci's.
@@ -365,8 +365,13 @@ def lspci_text_problems(text, line_rates=None, busy=True):
         speed, width = entry["speed_gts"], entry["width"]
         rate = None
         if kind == "HCA":
-            rate = (line_rates or {}).get(address) or (line_rates or {}).get("*") or \
-                model_rate_gbps(entry["description"])
+            rate = (line_rates or {}).get(address) or (line_rates or {}).get("*")
+            trained_below = (width and entry["cap_width"] and width < entry["cap_width"]) or \
+                (speed and entry["cap_speed_gts"] and speed < entry["cap_speed_gts"])
+            if rate is None and trained_below:
+                # The model's fastest port is a guess (a 25 Gb/s ConnectX-5 exists): used only for a link that trained
+                # below what the card can do, never against a card at its own full link.
+                rate = model_rate_gbps(entry["description"])
         capped = _below_line_rate(kind, subject, speed, width, rate, address)
         if capped is not None:
             problems.append(capped)
