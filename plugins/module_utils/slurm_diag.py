@@ -532,6 +532,15 @@ def _one_node(name, facts, have_gpus):
                            "%s by an operator%s: %r" % (raw, _who(facts), reason or "(no reason)"),
                            "out of service on purpose: ask whoever drained it; `scontrol update NodeName=%s "
                            "State=RESUME` when the work is done" % name))
+    gres_count, tres_count = tres_gpus(facts.get("gres")), tres_gpus(facts.get("cfg_tres"))
+    # CfgTRES lists gres/gpu only where AccountingStorageTRES tracks it: without it there is nothing to compare.
+    if facts.get("gres") and "gres/gpu" in (facts.get("cfg_tres") or "") and gres_count != tres_count:
+        out.append(problem(
+            "SLURM_GRES_MISMATCH", "warning", subject,
+            "the node's Gres (%s: %d GPU(s)) and its CfgTRES (%s: %d) disagree" % (
+                facts.get("gres"), gres_count, facts.get("cfg_tres") or "none", tres_count),
+            "keep Gres= in slurm.conf, gres.conf and the GPUs present in step (the slurm role writes them from "
+            "nvidia-smi), then `scontrol reconfigure` and restart slurmd on the node"))
     configured = facts.get("gres_gpus")
     if have_gpus is not None and configured is not None and facts.get("gres") is not None \
             and int(have_gpus) < configured:

@@ -165,3 +165,10 @@ def test_each_nodes_clock_offset_from_chronyc_tracking():
     assert "-1557.8 s" in problems[0]["message"]
     unsynced = dict(good, synchronised=False)
     assert codes(sd.clock_problems({"n3": unsynced})) == [("SLURM_CLOCK_UNSYNCED", "warning")]
+
+
+def test_gres_and_cfgtres_compared_only_where_cfgtres_tracks_gpus():
+    nodes = sd.parse_scontrol_nodes("NodeName=n1 State=IDLE Gres=gpu:a100:8 CfgTRES=cpu=64,mem=500G,billing=64\n")
+    assert sd.node_problems(nodes) == []
+    nodes = sd.parse_scontrol_nodes("NodeName=n1 State=IDLE Gres=gpu:a100:8 CfgTRES=cpu=64,mem=500G,gres/gpu=4\n")
+    assert codes(sd.node_problems(nodes)) == [("SLURM_GRES_MISMATCH", "warning")]
