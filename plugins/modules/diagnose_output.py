@@ -7,7 +7,7 @@ DOCUMENTATION = r"""
 ---
 module: diagnose_output
 short_description: Diagnose a command's or a log's text with the collection's readers
-version_added: 0.2.0
+version_added: 0.3.0
 description:
   - Reads the text of a command or a log (given as O(text), or read from the file O(src) on the node) and runs the
     reader and diagnosis the health modules and the health stage use on live nodes, for outputs kept from a failure

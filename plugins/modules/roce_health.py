@@ -50,8 +50,9 @@ options:
       - The C(NCCL_IB_HCA) the jobs will use (C(mlx5_0:1,mlx5_1), C(^) to exclude, C(=) for exact names). A port
         it selects is part of the fabric, so that port being down is an error even without an IP address.
       - Without it, a down port is still an error when its link is trained, it has an IPv4 address, it is the
-        fabric interface's, or (InfiniBand) other InfiniBand ports of the node are ACTIVE.
+        fabric interface's, or (InfiniBand) the same port number is ACTIVE on the node's other InfiniBand HCAs.
     type: str
+    version_added: 0.3.0
   min_mtu:
     description:
       - Lowest acceptable RoCE C(active_mtu) in bytes (an IB MTU 256, 512, 1024, 2048 or 4096).
