@@ -23,6 +23,7 @@ kind                the text                                                    
 ``kernel_log``      ``dmesg`` / ``journalctl -k`` (Xids, PCIe limited/AER)       ``gpu_system``, ``pcie``
 ``ldconfig``        ``ldconfig -p``, ``LD_LIBRARY_PATH=...``, a load error       ``node_stack.shadowing_problems``
 ``nvidia_smi``      ``nvidia-smi -q [-x]`` or ``--query-gpu ... --format=csv``   ``gpu_health.diagnose``
+``sysfs_ib``        JSON ``{sysfs path: content}`` of ``/sys/class/infiniband``  ``roce_health.diagnose``
 ==================  ===========================================================  ==================================
 
 ``context`` carries what the text alone cannot say (all optional): ``rc`` (nccl-tests' exit status; default 0 when
@@ -34,6 +35,7 @@ has}``), ``nodes`` (Slurm node names to judge), ``clock_offsets`` (``{node: s}``
 """
 from __future__ import annotations
 
+import json
 import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils import (
@@ -53,16 +55,31 @@ from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import pars
 from ansible_collections.ddp.cluster.plugins.module_utils.verdict import node_verdict
 
 KINDS = ("scontrol", "sinfo", "slurm_log", "training_log", "nccl_tests", "nccl_debug", "ibstat", "ibstatus",
-         "ibv_devinfo", "rdma_link", "lspci", "kernel_log", "ldconfig", "nvidia_smi")
+         "ibv_devinfo", "rdma_link", "lspci", "kernel_log", "ldconfig", "nvidia_smi", "sysfs_ib")
 
 _TRAINING = re.compile(r"Watchdog caught collective operation timeout|ChildFailedError|DistStoreError|"
                        r"DistNetworkError|client socket has timed out|gloo/transport|Rendezvous\w*Error|"
                        r"NCCL error:|NCCL error in:|ProcessGroupNCCL|failed \(exitcode: -?\d+\) local_rank")
 
 
+def _sysfs_tree(text):
+    """``{path: content}`` when the text is a JSON object of sysfs paths under an ``infiniband`` folder, else None."""
+    if not (text or "").lstrip().startswith("{"):
+        return None
+    try:
+        tree = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(tree, dict) and any("/infiniband/" in str(k) for k in tree):
+        return tree
+    return None
+
+
 def detect_kind(text):
     """The kind of output (one of :data:`KINDS`), or None when nothing fits."""
     body = text or ""
+    if _sysfs_tree(body) is not None:
+        return "sysfs_ib"
     if re.search(r"(?:^|\s)NodeName=\S", body) and re.search(r"(?:^|\s)State=\S", body):
         return "scontrol"
     if re.search(r"^\s*#\s*nThread\s|# Avg bus bandwidth|Test (?:NCCL|CUDA) failure", body, re.M):
@@ -117,7 +134,8 @@ def diagnose_text(text, kind="auto", context=None):
 
     :returns: ``{"kind", "problems", "facts", "verdict", "errors", "warnings"}``; ``verdict`` as
         ``verdict.node_verdict`` (PASS/WARN/FAIL; UNKNOWN when the text is of no kind this reads).
-    :raises ValueError: an unknown ``kind``.
+    :raises ValueError: an unknown ``kind``. A text the reader of ``kind`` refuses is ``DIAGNOSE_UNKNOWN_INPUT``
+        (verdict UNKNOWN).
     """
     ctx = dict(context or {})
     subject = ctx.get("subject") or "input"
@@ -136,7 +154,14 @@ def diagnose_text(text, kind="auto", context=None):
         out.update(kind=None, problems=problems, facts=facts)
         return out
     reader = _READERS[kind]
-    problems, facts = reader(text or "", ctx, subject)
+    try:
+        problems, facts = reader(text or "", ctx, subject)
+    except ValueError as exc:  # the reader's format error (SlurmTextError, PcieFormatError ...): not that output
+        problems = [problem("DIAGNOSE_UNKNOWN_INPUT", "info", subject, "the text is not %s output: %s" % (kind, exc),
+                            "give the raw output of the command, or the right kind")]
+        out = node_verdict(problems, ran=False)
+        out.update(kind=kind, problems=problems, facts={})
+        return out
     problems = sorted(problems, key=lambda p: -SEVERITIES.index(p["severity"]))
     out = node_verdict(problems)
     out.update(kind=kind, problems=problems, facts=facts)
@@ -251,6 +276,14 @@ def _nvidia_smi(text, ctx, _subject):
     return gpu_health.diagnose(facts, params), {"gpus": facts["gpus"], "driver_version": facts["driver_version"]}
 
 
+def _sysfs_ib(text, ctx, _subject):
+    tree = _sysfs_tree(text)
+    if tree is None:
+        raise ValueError("sysfs_ib takes a JSON object of sysfs paths (/sys/class/infiniband/<dev>/ports/<n>/state ...)")
+    ports = rdma_parsers.parse_sysfs_ib(tree)
+    return _ports_problems(ports, ctx, any(p.get("gids") for p in ports)), {"ports": ports}
+
+
 _NIC_DRIVERS = ("mlx", "bnxt", "ice", "i40e", "ixgbe", "irdma", "efa", "qed", "cxgb")
 
 
@@ -266,5 +299,5 @@ _READERS = {
     "scontrol": _slurm_states, "sinfo": _slurm_states, "slurm_log": _slurm_log, "training_log": _training,
     "nccl_tests": _nccl_tests, "nccl_debug": _nccl_debug, "ibstat": _ibstat, "ibstatus": _ibstatus,
     "ibv_devinfo": _ibv_devinfo, "rdma_link": _rdma_link, "lspci": _lspci, "kernel_log": _kernel_log,
-    "ldconfig": _ldconfig, "nvidia_smi": _nvidia_smi,
+    "ldconfig": _ldconfig, "nvidia_smi": _nvidia_smi, "sysfs_ib": _sysfs_ib,
 }

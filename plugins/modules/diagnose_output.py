@@ -20,7 +20,8 @@ description:
     V(ibstat), V(ibstatus), V(ibv_devinfo), V(rdma_link) (port state, LID, subnet manager), V(lspci) (C(-vv) link
     width and speed, a NIC below its line rate), V(kernel_log) (Xids, PCIe limited-by and AER lines), V(ldconfig)
     (C(ldconfig -p), C(LD_LIBRARY_PATH=...) and a library load error: a library the torch wheel brings, shadowed),
-    V(nvidia_smi) (C(nvidia-smi -q), C(-q -x) or C(--query-gpu) CSV: ECC, row remapping, PCIe, NVLink, as gpu_health)."
+    V(nvidia_smi) (C(nvidia-smi -q), C(-q -x) or C(--query-gpu) CSV: ECC, row remapping, PCIe, NVLink, as gpu_health),
+    V(sysfs_ib) (a JSON object of C(/sys/class/infiniband) paths and their contents, as roce_health reads them)."
   - Problem codes and their fixes are in the collection's troubleshooting guide; the logic is in
     C(plugins/module_utils/text_diagnosis.py).
   - Changes nothing; C(changed) is always false.
@@ -35,7 +36,7 @@ options:
     description: What the text is; V(auto) detects it.
     type: str
     choices: [auto, scontrol, sinfo, slurm_log, training_log, nccl_tests, nccl_debug, ibstat, ibstatus, ibv_devinfo,
-              rdma_link, lspci, kernel_log, ldconfig, nvidia_smi]
+              rdma_link, lspci, kernel_log, ldconfig, nvidia_smi, sysfs_ib]
     default: auto
   context:
     description:

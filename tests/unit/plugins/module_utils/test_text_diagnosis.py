@@ -65,6 +65,7 @@ ROWS = [
     ("gpu/nvidia-smi_q_x_A100-SXM4-80GB_driver535__telegraf.xml", "nvidia_smi", "WARN", "GPU_PERSISTENCE_OFF"),
     ("gpu/nvidia-smi_query-gpu_csv_all-fields_1xH100_driver590_idle__nvidia_gpu_exporter-captures.txt", "nvidia_smi",
      "PASS", None),
+    ("rdma/sysfs-ib-learned-state_bad-rate__facebookresearch-gcm.json", "sysfs_ib", "PASS", None),
 ]
 
 
@@ -100,3 +101,18 @@ def test_unknown_text_and_kind():
     assert out["problems"][0]["code"] == "DIAGNOSE_UNKNOWN_INPUT"
     with pytest.raises(ValueError, match="kind must be"):
         td.diagnose_text("x", "nvidia-smi")
+
+
+def test_a_sysfs_tree_with_a_port_down():
+    import json
+    tree = json.loads(read("rdma/sysfs-ib-learned-state_bad-rate__facebookresearch-gcm.json"))
+    # derived: mlx5_3's port 1 down and polling (its cable pulled) among 7 ACTIVE rails
+    keys = [k for k in tree if "/mlx5_3/ports/1/" in k]
+    tree.update((k, {"state": "1: DOWN\n", "phys_state": "2: Polling\n"}[k.rsplit("/", 1)[1]]) for k in keys
+                if k.endswith(("/state", "/phys_state")))
+    out = td.diagnose_text(json.dumps(tree))
+    assert out["kind"] == "sysfs_ib" and out["errors"] == ["ROCE_PORT_DOWN"]
+    assert "port 1 of the node's other InfiniBand HCAs" in out["problems"][0]["message"]
+    refused = td.diagnose_text("{}", "sysfs_ib")
+    assert refused["verdict"] == "UNKNOWN" and "sysfs_ib takes" in refused["problems"][0]["message"]
+    assert td.diagnose_text("hello", "scontrol")["problems"][0]["code"] == "DIAGNOSE_UNKNOWN_INPUT"
