@@ -1082,11 +1082,31 @@ def _health_config_problems(values):
     return []
 
 
-def template_problem(name, error):
-    """A value whose Jinja cannot be rendered on the controller (and needs no node facts)."""
+# Names a value may use that exist only on the node or in a play (facts, magic variables): a value that needs
+# them is rendered there, not refused here.
+_RUNTIME_NAMES = frozenset(("hostvars", "groups", "group_names", "inventory_hostname", "inventory_hostname_short",
+                            "playbook_dir", "role_path", "play_hosts", "omit", "item", "inventory_dir",
+                            "inventory_file", "environment", "lookup", "query", "q", "now"))
+_UNDEFINED = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)' is undefined")
+
+
+def template_problem(name, error, known=()):
+    """A value whose Jinja cannot be rendered on the controller, or None when it needs what only the node or
+    the play has (a fact, a magic variable, a role default of ours).
+
+    :param error: the text of the error (ansible-core < 2.19 raises) or the undefined marker's message.
+    """
+    text = re.sub(r"^\w*(Undefined|Marker): (A captured exception marker was tripped: )?", "", str(error or ""))
+    missing = _UNDEFINED.search(text)
+    if missing:
+        word = missing.group(1)
+        if word.startswith(("ansible_", "__")) or word in _RUNTIME_NAMES or word in known:
+            return None
+    elif "has no attribute" in text or "is undefined" in text:
+        return None  # an attribute of a fact (ansible_facts.python) or of a value only the node has
     return _problem(
         "VALIDATE_TEMPLATE", name,
-        "%s cannot be rendered on the controller: %s" % (name, str(error).splitlines()[0][:300] if error else "?"),
+        "%s cannot be rendered on the controller: %s" % (name, text.splitlines()[0][:300] if text else "?"),
         "correct the expression (a typo in a variable or filter name, an unclosed {{ or a missing quote), or give "
         "the value itself.")
 
@@ -1199,7 +1219,9 @@ def validate(cfg):
     for host in sorted(nodes):
         values = nodes[host] or {}
         for name, error in sorted((unrendered.get(host) or {}).items()):
-            out.append(template_problem(name, error))
+            found = template_problem(name, error, known)
+            if found:
+                out.append(found)
         out.extend(_node_problems(values, known, sorted(str(h) for h in nodes)))
         address = values.get("ansible_host")
         out.extend(_address_problems("ansible_host", address))

@@ -300,3 +300,46 @@ def test_known_options_cover_every_role():
     known = v.known_options(SPECS)
     for name in ("rdma_mode", "pytorch_env_kind", "ddp_benchmark_launcher", "slurm_ctld_port", "ddp_rdzv_addr"):
         assert name in known
+
+
+@pytest.mark.parametrize("error", [
+    "CapturedExceptionMarker: A captured exception marker was tripped: Syntax error in template: No filter named 'x'.",
+    "template error while templating string: unexpected end of template",  # ansible-core < 2.19 raises
+    "UndefinedMarker: 'foo' is undefined",
+    "AnsibleUndefinedVariable: 'slurm_whatever' is undefined",
+])
+def test_unrenderable_jinja_is_refused(error):
+    problems = v.validate({"nodes": {"node0": {}}, "head_hosts": ["node0"], "role_specs": SPECS,
+                           "unrendered": {"node0": {"slurm_partition": error}}})
+    assert ("VALIDATE_TEMPLATE", "slurm_partition") in found(problems)
+    assert "Marker" not in [p for p in problems if p["code"] == "VALIDATE_TEMPLATE"][0]["message"]
+
+
+@pytest.mark.parametrize("error", [
+    "UndefinedMarker: 'ansible_default_ipv4' is undefined",
+    "UndefinedMarker: 'hostvars' is undefined",
+    "UndefinedMarker: object of type 'dict' has no attribute 'python'",
+    "'slurm_bin_dir' is undefined",  # a role default: rendered on the node
+])
+def test_values_that_need_the_node_are_left_to_it(error):
+    problems = v.validate({"nodes": {"node0": {}}, "head_hosts": ["node0"], "role_specs": SPECS,
+                           "unrendered": {"node0": {"slurm_health_check_program": error}}})
+    assert problems == []
+
+
+def test_no_log_values_are_masked():
+    key = "s3cr3t-munge-key"
+    problems = run({"slurm_munge_key": key})
+    assert ("VALIDATE_MUNGE_KEY", "slurm_munge_key") in found(problems)
+    problems = run({"slurm_munge_key": ["s3cr3t-in-a-list"]}) + run({"slurm_munge_key": "short\nsecret-line-2"})
+    text = repr(problems)
+    assert key not in text and "s3cr3t-in-a-list" not in text and "secret-line-2" not in text
+    assert "********" in text
+
+
+def test_munge_key_as_openssl_prints_it_passes():
+    # `openssl rand -base64 96` prints 128 base64 characters wrapped at 64 (two lines): the documented way.
+    import base64
+    text = base64.b64encode(os.urandom(96)).decode()
+    key = text[:64] + "\n" + text[64:] + "\n"
+    assert run({"slurm_munge_key": key}) == []
