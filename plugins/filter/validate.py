@@ -16,7 +16,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddp.cluster.plugins.filter.compat import _plain, compat_resolve
-from ansible_collections.ddp.cluster.plugins.module_utils.validate import PREFIXES, validate
+from ansible_collections.ddp.cluster.plugins.module_utils.validate import PREFIXES, validate, values_problems
 
 ROLES_DIR = os.path.join(os.path.dirname(__file__), '..', '..', 'roles')
 
@@ -92,8 +92,16 @@ def _stack_problems(values):
     return list(compat_resolve(spec).get('problems') or [])
 
 
+def validate_values(values, nodes=None):
+    """{variable: value} a role resolved -> the validate stage's problems for them (module_utils/validate.py), so a
+    role used without the validate stage refuses what the stage would, with the same rules."""
+    if not isinstance(values, dict):
+        raise AnsibleFilterError('validate_values: expected a dict of variables, got %s' % type(values).__name__)
+    return values_problems(_plain(values), role_specs(), [str(n) for n in (nodes or [])])
+
+
 class FilterModule(object):
     """ddp.cluster validate filter."""
 
     def filters(self):
-        return {'validate_problems': validate_problems}
+        return {'validate_problems': validate_problems, 'validate_values': validate_values}

@@ -38,7 +38,11 @@ __all__ = [
     "PROBLEM_CODES",
     "known_options",
     "option_problems",
+    "path_problems",
+    "port_entry_problem",
+    "template_problem",
     "validate",
+    "values_problems",
 ]
 
 PROBLEM_CODES = (
@@ -1186,6 +1190,14 @@ def _node_problems(values, known, hosts=()):
                 % (name, values.get("ddp_scheduler", "none")),
                 "set ddp_scheduler: slurm, or take slurm out of %s (torchrun)." % name))
     return out
+
+
+def values_problems(values, role_specs, hosts=()):
+    """The rules of one node's values (the ones :func:`validate` applies to each node), for a role that checks the
+    variables it resolved when it runs without the validate stage."""
+    known = known_options(role_specs)
+    secret_names = [name for name, spec in known.items() if (spec or {}).get("no_log")]
+    return _mask(_node_problems(values or {}, known, list(hosts)), [(values or {}).get(n) for n in secret_names])
 
 
 def validate(cfg):
