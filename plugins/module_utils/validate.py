@@ -11,11 +11,17 @@ by the playbooks as ``[CODE] variable: message. Fix: fix``.
 
 Rules: the type, choices and elements of every option of every role's argument spec and of the
 cluster-level ``ddp_*`` variables (:data:`CLUSTER_OPTIONS`); ranges by name (``*_port``, ``*_ports``,
-``*_timeout``, ``rdma_mtu``); variables carrying one of our prefixes that nothing reads (with the
-closest known name); versions given as YAML numbers; addresses; host names; duplicate
-``ansible_host``; the cluster user; conda without a verified installer; pip's --require-hashes without
-a wheelhouse; NCCL settings NCCL does not document (module_utils/rdma_config.py's rule); the launcher
-against the scheduler; and the inventory shape of module_utils/preflight.py.
+``*_timeout``, ``rdma_mtu``) and bounds of counts and sizes (:data:`CAPS`); variables carrying one of our
+prefixes that nothing reads (with the closest known name); versions given as YAML numbers; addresses;
+host names; duplicate ``ansible_host``; every ``*_user`` (not root, not a system account); ports used
+twice and port forms; tokens of slurm.conf, gres.conf, nccl.conf and the environment; paths on the nodes
+(absolute, no ``..``, outside world-writable folders, not a system file); URLs; firewall sources and
+zones; values whose Jinja cannot be rendered on the controller; conda without a verified installer;
+NCCL settings NCCL does not document (module_utils/rdma_config.py's rule); the rules the roles ran on
+the nodes (slurm's ids, controller and munge key, rdma's OFED source, the benchmark matrix of
+module_utils/benchmark_report.py, ddp-health's settings of module_utils/node_check.py); the launcher
+against the scheduler; and the inventory shape of module_utils/preflight.py. Values of ``no_log``
+options are masked (``********``) in every message.
 """
 from __future__ import annotations
 
@@ -62,7 +68,6 @@ PROBLEM_CODES = (
     "VALIDATE_ENV_PATH",
     "VALIDATE_DOWNLOAD_NO_CHECKSUM",
     "VALIDATE_REPO_KEY",
-    "VALIDATE_REQUIRE_HASHES",
     "VALIDATE_SYSTEM_USER",
     "VALIDATE_PORT_CONFLICT",
     "VALIDATE_PORT_FORM",
@@ -504,20 +509,6 @@ def _conda_problems(values):
     return []
 
 
-def _require_hashes_problems(values):
-    hashes = values.get("pytorch_env_require_hashes")
-    if hashes is not True and str(hashes).lower() not in ("yes", "on", "1", "true"):
-        return []
-    wheelhouse = values.get("pytorch_env_wheelhouse")
-    if isinstance(wheelhouse, str) and wheelhouse.strip():
-        return []
-    return [_problem(
-        "VALIDATE_REQUIRE_HASHES", "pytorch_env_require_hashes",
-        "pytorch_env_require_hashes is true but pytorch_env_wheelhouse is empty: the lock file of hashes is "
-        "written from the controller's wheelhouse",
-        "set pytorch_env_wheelhouse to a folder on the controller, or pytorch_env_require_hashes: false.")]
-
-
 def _download_problems(values):
     """Tarballs downloaded by URL need a checksum; a given checksum must be <algorithm>:<hex>."""
     out = []
@@ -877,10 +868,17 @@ def _url_class_problems(values):
 
 def _firewall_problems(values):
     out = []
-    sources = values.get("firewall_sources")
+    for list_name in ("firewall_sources", "ssh_trust_from_extra"):
+        out.extend(_source_problems(list_name, values.get(list_name)))
+    return out + _zone_problems(values)
+
+
+def _source_problems(list_name, sources):
+    """Addresses or CIDRs of the cluster (firewalld's zone sources, authorized_keys from=): never everyone."""
+    out = []
     if isinstance(sources, (list, tuple)):
         for index, item in enumerate(sources):
-            name = "firewall_sources[%d]" % index
+            name = "%s[%d]" % (list_name, index)
             try:
                 network = ipaddress.ip_network(str(item).strip(), strict=False)
             except ValueError:
@@ -895,6 +893,11 @@ def _firewall_problems(values):
                     % (item,),
                     "give the cluster's own addresses or its network, e.g. 10.0.0.0/24 (empty: each node's "
                     "default IPv4 address)."))
+    return out
+
+
+def _zone_problems(values):
+    out = []
     zones = {}
     for name in ("firewall_zone", "slurm_firewall_zone"):
         zone = values.get(name, "ddp-cluster")
@@ -1163,7 +1166,6 @@ def _node_problems(values, known, hosts=()):
     out.extend(_health_config_problems(values))
     out.extend(_conda_problems(values))
     out.extend(_download_problems(values))
-    out.extend(_require_hashes_problems(values))
     out.extend(_repo_key_problems(values))
     out.extend(_nccl_problems(values))
     for name, pattern, wanted in SHELL_VALUE_RULES:
