@@ -135,7 +135,8 @@ EXAMPLES = [
     ("roles/node_health/meta/argument_specs.yml", "e.g. C(535.104.05)", {"node_health_min_driver": "535.104.05"}),
     ("roles/node_health/meta/argument_specs.yml", "C(-1h)", {"node_health_xid_since": "-1h"}),
     ("roles/node_health/meta/argument_specs.yml", "(1-55;", {"node_health_deadline_s": 55}),
-    ("roles/pytorch_env/meta/argument_specs.yml", "CUDA build (C(12.1))", {"ddp_cuda_version": "12.1"}),
+    ("inventory/example/group_vars/ddp_nodes.yml", 'ddp_cuda_version: "12.1"',
+     {"ddp_torch_version": "2.1.0", "ddp_torchvision_version": "0.16.0", "ddp_cuda_version": "12.1"}),
     ("roles/pytorch_env/meta/argument_specs.yml", "Miniforge3-<version>-Linux-x86_64.sh",
      {"pytorch_env_kind": "conda",
       "pytorch_env_miniforge_installer":
