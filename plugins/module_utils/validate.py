@@ -145,7 +145,8 @@ CLUSTER_OPTIONS = {
     "ddp_health_pair_min_ratio": {"type": "float", "min": 0.01, "max": 1},
     "ddp_health_pair_join_timeout": {"type": "int", "min": 1, "max": 3600},
     "ddp_health_pair_timeout": {"type": "int", "min": 1, "max": 86400},
-    "ddp_health_pair_sizes": {"type": "list", "elements": "int"},
+    # message sizes of the pair all-reduces, bytes (nccl_health's sizes): at least one element
+    "ddp_health_pair_sizes": {"type": "list", "elements": "int", "elements_min": 1},
     "ddp_health_history_file": {"type": "path"},
     "ddp_health_repeat_window_days": {"type": "float", "min": 0.001, "max": 3650},
     "ddp_health_repeat_threshold": {"type": "int", "min": 2, "max": 1000},
@@ -162,7 +163,8 @@ ENV_PATH_ALIASES = ("pytorch_env_path", "ddp_benchmark_env_path", "rdma_torch_ve
 # Free-form values written into a script root runs at boot (roles/rdma/templates/ddp-rdma-roce.sh.j2):
 # only what the setting can hold.
 SHELL_VALUE_RULES = (
-    ("rdma_cma_roce_tos", r"^(|[0-9]{1,3})$", "empty or a ToS byte 0-255 (106 is DSCP 26)"),
+    ("rdma_cma_roce_tos", r"^(|[0-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5])$",
+     "empty or a ToS byte 0-255 (106 is DSCP 26)"),
     ("rdma_qos_pfc", r"^(|[01](,[01]){7})$", "empty or eight 0/1 values, e.g. \"0,0,0,1,0,0,0,0\""),
 )
 
@@ -326,6 +328,8 @@ ROLE_RANGES = {
     # module_utils/benchmark_report.py compare_rows: a fraction in [0, 1).
     "ddp_benchmark_regression_threshold": {"min": 0, "max": 0.999999},
     "node_health_max_temperature_c": {"min": 1},
+    # raw in the spec (a templated default); an id when given
+    "ssh_trust_user_uid": {"type": "int", "min": 1, "max": 2147483646},
 }
 
 
@@ -376,7 +380,7 @@ CAPS = (
     ("_mib", 1024 * 1024),  # 1 TiB in MiB
     ("_image_size", 16384), ("_batch_size", 1048576), ("_steps", 10 ** 7), ("_workers", 1024),
     ("_cpu_threads", 4096), ("_gpus", 1024), ("_nproc", 1024), ("_max_restarts", 1000), ("_seed", 2 ** 32 - 1),
-    ("_temperature_c", 150), ("_return_to_service", 2), ("_lr", 1000.0), ("_gbps", 100000.0),
+    ("_temperature_c", 150), ("_sizes", 2 ** 34), ("_return_to_service", 2), ("_lr", 1000.0), ("_gbps", 100000.0),
 )
 
 
@@ -437,6 +441,11 @@ def option_problems(name, value, spec):
             found = _scalar_problem("%s[%d]" % (name, index), item, spec["elements"])
             if found:
                 out.append(found)
+            elif spec["elements"] in ("int", "float"):
+                number = _as_float(item)
+                low = spec.get("elements_min", 0)
+                if number < low or number > _cap(name):
+                    out.append(_range_problem(name, item, low, _cap(name), "each entry must lie in that range"))
     out.extend(_ranges(name, value, spec))
     return out
 
@@ -597,9 +606,14 @@ rtkit shutdown slurm sshd sssd sync sys syslog tcpdump tss unbound uucp uuidd ww
 # Tokens of slurm.conf, gres.conf, nccl.conf, firewalld and the NCCL/Gloo environment: one word each.
 TOKEN_OPTIONS = (
     "slurm_cluster_name", "slurm_partition", "slurm_gres_type", "slurm_node_addr", "slurm_controller",
+    "pytorch_env_wheelhouse_bind",
+)
+# Values of NCCL_* / GLOO_* settings (a line NAME=value of nccl.conf, an environment variable): one word, where a
+# leading '=' (exact match) or '^' (exclude) is NCCL's own syntax (NCCL reads the value after the first '=').
+NCCL_TOKEN_OPTIONS = (
     "rdma_nccl_ib_hca", "rdma_nccl_ib_gid_index", "rdma_nccl_ib_sl", "rdma_nccl_ib_tc", "rdma_nccl_socket_ifname",
     "rdma_nccl_debug", "rdma_fabric_interface", "ddp_nccl_socket_ifname", "ddp_gloo_socket_ifname",
-    "node_health_nccl_socket_ifname", "node_health_gloo_socket_ifname", "pytorch_env_wheelhouse_bind",
+    "node_health_nccl_socket_ifname", "node_health_gloo_socket_ifname",
 )
 # A name Slurm reads as a key (slurm.conf(5)): letters and digits.
 _SLURM_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
@@ -640,18 +654,22 @@ SYSTEM_FILES = frozenset((
     "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/crontab", "/etc/profile", "/etc/bashrc", "/etc/bash.bashrc",
     "/etc/environment", "/etc/ssh/sshd_config", "/etc/ld.so.conf", "/etc/ld.so.preload", "/etc/sysctl.conf",
     "/etc/hostname", "/etc/machine-id", "/etc/os-release", "/etc/login.defs", "/etc/securetty",
+    "/root/.bashrc", "/root/.profile", "/root/.bash_profile",
 ))
+# Path options where empty means "none" (every other path option needs a path).
+EMPTY_PATH_OK = frozenset(("slurm_health_check_program", "ddp_health_history_file"))
 SYSTEM_DIRS = frozenset(("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc",
                          "/root", "/run", "/sbin", "/srv", "/sys", "/usr", "/usr/bin", "/usr/lib", "/usr/lib64",
                          "/usr/local", "/usr/sbin", "/usr/share", "/var", "/var/lib", "/var/log", "/etc/ssh",
                          "/etc/pam.d", "/etc/sudoers.d", "/etc/systemd", "/etc/profile.d", "/etc/sysctl.d"))
 SYSTEM_TREES = ("/proc", "/sys", "/dev", "/boot", "/etc/pam.d", "/etc/sudoers.d", "/etc/ssh", "/etc/cron.d",
-                "/etc/systemd/system", "/usr/lib/systemd", "/lib/systemd")
+                "/etc/systemd/system", "/usr/lib/systemd", "/lib/systemd", "/bin", "/sbin", "/usr/bin", "/usr/sbin",
+                "/lib", "/lib64", "/usr/lib", "/usr/lib64", "/root/.ssh", "/etc/security", "/etc/ld.so.conf.d")
 
 # firewalld's own zones (firewalld.zones(5), /usr/lib/firewalld/zones) and those of the packages that add one:
 # taking one over for the cluster would change what it allows for every interface in it.
 FIREWALLD_ZONES = frozenset(("block", "dmz", "drop", "external", "home", "internal", "nm-shared", "public", "trusted",
-                             "work", "libvirt", "libvirt-routed", "docker"))
+                             "work", "libvirt", "libvirt-routed", "docker", "fedoraserver", "fedoraworkstation"))
 # firewalld zone names: letters, digits, '_' and '-', at most 17 characters (firewalld's io/zone.py).
 _ZONE = re.compile(r"^[A-Za-z0-9_-]{1,17}$")
 # A URL written without its scheme: a host name with a dot, then a path.
@@ -737,6 +755,36 @@ def _port_problems(values):
     return out
 
 
+# Settings that are small numbers on the nodes but free text (or raw) in the specs: NCCL_IB_GID_INDEX (a GID table
+# index), NCCL_IB_SL (an InfiniBand service level, 0-15), NCCL_IB_TC (a traffic class byte), processes per node.
+NUMBER_TEXT = (
+    ("rdma_nccl_ib_gid_index", 0, 255, "a GID table index 0-255 (3 is common for RoCE v2 over IPv4)"),
+    ("ddp_nccl_ib_gid_index", 0, 255, "a GID table index 0-255 (3 is common for RoCE v2 over IPv4)"),
+    ("node_health_nccl_ib_gid_index", 0, 255, "a GID table index 0-255"),
+    ("rdma_nccl_ib_sl", 0, 15, "an InfiniBand service level 0-15"),
+    ("rdma_nccl_ib_tc", 0, 255, "a traffic class byte 0-255 (106 is DSCP 26)"),
+    ("ddp_benchmark_nproc_per_node", 1, 1024, "auto or a count of processes per node (1-1024)"),
+    ("slurm_nproc_per_node", 1, 1024, "auto or a count of processes per node (1-1024)"),
+    ("preflight_nproc_per_node", 1, 1024, "auto or a count of processes per node (1-1024)"),
+    ("ddp_nproc_per_node", 1, 1024, "auto or a count of processes per node (1-1024)"),
+)
+
+
+def _number_text_problems(values):
+    out = []
+    for name, low, high, wanted in NUMBER_TEXT:
+        value = values.get(name)
+        if value is None or value == "" or (name.endswith("_nproc_per_node") and str(value).strip() == "auto"):
+            continue
+        number = _as_int(value) if not isinstance(value, bool) else None
+        if number is None or not low <= number <= high:
+            if name == "ddp_nproc_per_node" and (number is None or number < 1):
+                continue  # module_utils/preflight.py says it (PREFLIGHT_BAD_NPROC)
+            out.append(_problem("VALIDATE_RANGE", name, "%s is %r; it must be %s" % (name, value, wanted),
+                                "set %s to %s." % (name, wanted)))
+    return out
+
+
 def _token_problem(name, value, what):
     return _problem(
         "VALIDATE_CONFIG_TOKEN", name,
@@ -750,7 +798,11 @@ def _config_token_problems(values):
     for name in TOKEN_OPTIONS:
         value = values.get(name)
         if isinstance(value, str) and re.search(r"[\s=#\"']", value):
-            out.append(_token_problem(name, value, "one token of a configuration file or the environment"))
+            out.append(_token_problem(name, value, "one token of slurm.conf or gres.conf"))
+    for name in NCCL_TOKEN_OPTIONS:
+        value = values.get(name)
+        if isinstance(value, str) and re.search(r"[\s#\"']", value):
+            out.append(_token_problem(name, value, "one value of nccl.conf or the environment"))
     for name in sorted(values):
         value = values[name]
         if not _ours(name) or not isinstance(value, dict):
@@ -786,8 +838,13 @@ def _config_token_problems(values):
 
 def path_problems(name, value):
     """One path on the nodes: absolute, without '..', outside world-writable folders, not a system file."""
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str):
         return []
+    if not value.strip():
+        if name in EMPTY_PATH_OK:
+            return []
+        return [_problem("VALIDATE_PATH", name, "%s is empty; it must be an absolute path" % name,
+                         "give %s an absolute path (see the role's README for its default), or remove it." % name)]
     text = value.strip()
     if not text.startswith("/"):
         return [_problem("VALIDATE_PATH", name, "%s is %r, not an absolute path" % (name, value),
@@ -900,7 +957,8 @@ def _zone_problems(values):
     out = []
     zones = {}
     for name in ("firewall_zone", "slurm_firewall_zone"):
-        zone = values.get(name, "ddp-cluster")
+        # slurm_firewall_zone defaults to firewall_zone (roles/slurm/defaults/main.yml)
+        zone = values.get(name, zones.get("firewall_zone", "ddp-cluster"))
         zones[name] = zone
         if name not in values or not isinstance(zone, str):
             continue
@@ -1065,8 +1123,9 @@ def _health_config_problems(values):
         if source is None:
             continue
         value = values[source]
-        if value in (None, ""):
-            continue
+        if value is None or (value == "" and where[-1] not in ("prefix", "xid_since", "no_gpu_severity",
+                                                               "no_rdma_severity")):
+            continue  # the role writes null for an empty value of these (roles/node_health/vars/main.yml)
         if where[-1] in ("deadline_s", "expected_gpus", "max_temperature_c"):
             value = _as_int(value)
             if value is None:
@@ -1156,6 +1215,7 @@ def _node_problems(values, known, hosts=()):
         out.extend(option_problems(name, value, known[name] or {}))
     out.extend(_user_class_problems(values))
     out.extend(_port_problems(values))
+    out.extend(_number_text_problems(values))
     out.extend(_config_token_problems(values))
     out.extend(_path_class_problems(values, known))
     out.extend(_url_class_problems(values))
