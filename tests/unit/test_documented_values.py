@@ -4,7 +4,7 @@ Sources: each role's ``meta/argument_specs.yml`` defaults and ``defaults/main.ym
 and local inventories' group_vars, every ``-e '{...}'`` / ``-e name=value`` of README.md and docs/*.md, and the examples
 written in descriptions and comments (EXAMPLES below: each names the file and the words it is quoted from, so the
 table cannot drift from the documentation). The rules are plugins/module_utils/validate.py's, as the validate stage
-applies them; tests/integration/test_validate_classes.py passes the same examples through the real ansible-playbook.
+applies them; tests/integration/test_validate_classes.py passes the same examples through site.yml itself.
 """
 from __future__ import annotations
 
