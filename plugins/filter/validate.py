@@ -50,8 +50,9 @@ def _node_values(host_vars):
         if not (name.startswith(PREFIXES) or name == 'ansible_host'):
             continue
         try:
+            # ansible-core < 2.19 raises here
             value = host_vars[name]
-        except Exception as exc:  # pylint: disable=broad-except  (ansible-core < 2.19 raises)
+        except Exception as exc:  # pylint: disable=broad-except
             errors[name] = str(exc)
             continue
         kind = type(value).__name__
