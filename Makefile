@@ -103,8 +103,8 @@ controller-torch: venv
 # The tests of tests/integration that need neither a node nor torch: the real ansible-playbook against absent
 # nodes (refused on the controller before any contact) and the collection tarball as users install it. make test
 # runs them in the background beside the static checks (tests/make_test.sh); cluster-tests runs the rest.
-CONTROLLER_TESTS := $(addprefix tests/integration/,test_validate_refusals.py test_preflight_refusals.py \
-                                                   test_collection_tarball.py)
+CONTROLLER_TESTS := $(addprefix tests/integration/,test_validate_refusals.py test_validate_classes.py \
+                                                   test_preflight_refusals.py test_collection_tarball.py)
 
 controller-tests: venv
 	DDP_FAIL_ON_SKIP=1 $(PY) -m pytest -q -rs -p no:cacheprovider --durations=5 $(CONTROLLER_TESTS)

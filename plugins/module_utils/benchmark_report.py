@@ -195,7 +195,7 @@ VARIANT_OPTIONS = (
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 
 
-def _variant_problems(variants):
+def variant_problems(variants):
     """Problems (strings) with the variants list; [] when it is usable."""
     if not isinstance(variants, (list, tuple)):
         return ["ddp_benchmark_variants must be a list of {name, environment, options, scope}, got %s"
@@ -271,7 +271,7 @@ def build_matrix(hosts, head, nproc_per_node, scopes=SCOPES, variants=(), on_gpu
     bad = [s for s in scopes if s not in SCOPES]
     if bad or not scopes:
         raise ValueError("ddp_benchmark_scopes must be a non-empty list of %s, got %r" % (", ".join(SCOPES), scopes))
-    problems = _variant_problems(list(variants))
+    problems = variant_problems(list(variants))
     launchers = list(launchers)
     if not launchers or any(name not in LAUNCHERS for name in launchers) or len(set(launchers)) != len(launchers):
         problems.append("launchers must be distinct names of %s, got %r" % (", ".join(LAUNCHERS), launchers))

@@ -44,6 +44,13 @@ options:
         directly.
     type: path
     default: /opt/ddp/bin/ddp-env
+  probe_user:
+    description:
+      - Run O(probe) as this user (C(runuser -u), with the user's home) when the module runs as root - the account
+        that runs jobs, so that importing torch and the libraries it loads never runs as root. Empty runs it as the
+        module's user.
+    type: str
+    default: ""
   probe_output:
     description:
       - What O(probe) printed (its JSON object) when a task earlier in the same run ran it, through O(launcher), in
@@ -131,6 +138,7 @@ import hashlib
 import json
 import os
 import platform
+import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import (
@@ -192,7 +200,14 @@ def run_probe(module, params):
     argv = [python, probe]
     if params["launcher"] and os.access(params["launcher"], os.X_OK):
         argv = [params["launcher"]] + argv
-    rc, out, err = module.run_command(["timeout", str(params["timeout"])] + argv, environ_update=C_LOCALE)
+    environ = dict(C_LOCALE)
+    if params["probe_user"] and os.geteuid() == 0:
+        try:
+            environ["HOME"] = pwd.getpwnam(params["probe_user"]).pw_dir
+        except KeyError:
+            return None, "probe_user %s does not exist on this node (the access stage creates it)" % params["probe_user"]
+        argv = ["runuser", "-u", params["probe_user"], "--"] + argv
+    rc, out, err = module.run_command(["timeout", str(params["timeout"])] + argv, environ_update=environ)
     if rc != 0:
         return None, "%s exited %d: %s" % (" ".join(argv), rc, (err or out).strip()[-400:])
     try:
@@ -276,6 +291,7 @@ def build_module():
             python_env=dict(type="path", default="/opt/ddp/venv"),
             probe=dict(type="path"),
             launcher=dict(type="path", default="/opt/ddp/bin/ddp-env"),
+            probe_user=dict(type="str", default=""),
             probe_output=dict(type="dict"),
             files=dict(type="list", elements="path", default=["/etc/nccl.conf", "/etc/slurm/slurm.conf"]),
             manifest_dir=dict(type="path", default="/etc/ddp/expected"),

@@ -107,8 +107,8 @@ def test_shipped_job_script_runs_a_users_torchrun_script(host):
 
 
 def test_benchmark_ran_through_slurm(host):
-    files = [f for f in host.check_output("ls -1 /var/tmp/ddp-bench/").split() if f.endswith(".json")]
-    results = [json.loads(host.file("/var/tmp/ddp-bench/" + f).content_string) for f in files]
+    files = [f for f in host.check_output("ls -1 /var/lib/ddp/bench/").split() if f.endswith(".json")]
+    results = [json.loads(host.file("/var/lib/ddp/bench/" + f).content_string) for f in files]
     slurm_runs = [r for r in results if (r.get("scheduler") or {}).get("name") == "slurm"]
     assert slurm_runs, "no benchmark result from a Slurm job on this node"
     two_nodes = [r for r in slurm_runs if r["nnodes"] == 2]
