@@ -59,6 +59,7 @@ PROBLEM_CODES = (
 PREFIXES = (
     "ddp_", "preflight_", "nvidia_repo_", "nvidia_driver_", "cuda_toolkit_", "cudnn_", "nccl_", "rdma_",
     "net_tuning_", "ssh_trust_", "firewall_", "slurm_", "pytorch_env_", "ddp_benchmark_", "node_health_",
+    "metrics_",
 )
 
 # playbooks/awx_setup.yml reads its own ddp_awx_* variables on the controller: not checked here.
@@ -119,6 +120,7 @@ CLUSTER_OPTIONS = {
     "ddp_health_history_file": {"type": "path"},
     "ddp_health_repeat_window_days": {"type": "float", "min": 0.001, "max": 3650},
     "ddp_health_repeat_threshold": {"type": "int", "min": 2, "max": 1000},
+    "ddp_metrics_textfile_dir": {"type": "path"},
 }
 
 # Names the collection itself registers or sets (results, facts): never an input, never refused.
@@ -134,6 +136,32 @@ ENV_PATH_ALIASES = ("pytorch_env_path", "ddp_benchmark_env_path", "rdma_torch_ve
 SHELL_VALUE_RULES = (
     ("rdma_cma_roce_tos", r"^(|[0-9]{1,3})$", "empty or a ToS byte 0-255 (106 is DSCP 26)"),
     ("rdma_qos_pfc", r"^(|[01](,[01]){7})$", "empty or eight 0/1 values, e.g. \"0,0,0,1,0,0,0,0\""),
+)
+
+# Values written into a daemon's configuration file (slurmdbd.conf, sacctmgr, SQL names): what the setting can hold.
+# slurmdbd.conf(5) reads '#' as the start of a comment and cuts a value at white space.
+CONFIG_VALUE_RULES = (
+    ("slurm_accounting_db_name", r"^[A-Za-z0-9_]{1,64}$", "a MariaDB database name: letters, digits and _"),
+    ("slurm_accounting_db_user", r"^[A-Za-z0-9_]{1,32}$", "a MariaDB user name: letters, digits and _"),
+    ("slurm_accounting_account", r"^[a-z0-9_][a-z0-9_.-]{0,63}$",
+     "a Slurm account name: lower-case letters, digits, _, . and -"),
+    ("ddp_metrics_textfile_dir", r"^/[^\s\"]*$", "an absolute path without spaces"),
+    ("metrics_textfile_dir", r"^/[^\s\"]*$", "an absolute path without spaces"),
+    ("node_health_metrics_dir", r"^(|/[^\s\"]*)$", "empty (no metrics) or an absolute path without spaces"),
+    ("ddp_benchmark_metrics_dir", r"^(|/[^\s\"]*)$", "empty (no metrics) or an absolute path without spaces"),
+    ("metrics_prometheus_listen_address", r"^([A-Za-z0-9.-]*|\[[0-9a-fA-F:]+\]):[0-9]{1,5}$",
+     "host:port, e.g. 127.0.0.1:9090 (the head only) or :9090 (every address)"),
+    ("metrics_retention", r"^[0-9]+(ms|s|m|h|d|w|y)$", "a Prometheus duration such as 15d"),
+    ("metrics_exporter_down_for", r"^[0-9]+(ms|s|m|h|d|w|y)$", "a Prometheus duration such as 1m"),
+    ("metrics_dcgm_exporter_version", r"^(|[0-9][A-Za-z0-9.:~+-]*)$",
+     "empty (the newest) or a package version such as 4.8.2-1"),
+)
+# Secrets: checked without ever printing them.
+SECRET_VALUE_RULES = (
+    ("slurm_munge_key", r"^(|[\s\S]{32,})$", "empty (the controller's key) or a string of at least 32 characters"),
+    ("slurm_accounting_db_password", r'^(|[!"$-~]{12,128})$',
+     "empty (generated on the controller) or 12-128 printable ASCII characters without spaces and without '#' "
+     "(slurmdbd.conf reads '#' as a comment)"),
 )
 
 _BOOL_STRINGS = frozenset(("yes", "no", "true", "false", "on", "off", "1", "0", "y", "n", "t", "f"))
@@ -267,6 +295,9 @@ ROLE_RANGES = {
     "node_health_deadline_s": {"min": 1, "max": 55},
     "node_health_expected_gpus": {"type": "int", "min": 0},
     "slurm_health_check_interval": {"min": 0},
+    "metrics_scrape_interval_s": {"min": 1, "max": 3600},
+    "slurm_accounting_db_buffer_pool_mb": {"min": 16},
+    "metrics_health_stale_s": {"min": 1},
 }
 
 
@@ -497,6 +528,8 @@ def _node_problems(values, known):
                 ("did you mean %s? Rename it." % guess) if guess
                 else "remove it, or check its spelling in the roles' READMEs."))
             continue
+        if (known[name] or {}).get("no_log"):
+            continue  # a secret: SECRET_VALUE_RULES checks it without printing it
         out.extend(option_problems(name, value, known[name] or {}))
     for name in ("ddp_cluster_user", "ssh_trust_user"):
         out.extend(_user_problems(name, values.get(name)))
@@ -505,6 +538,18 @@ def _node_problems(values, known):
     out.extend(_require_hashes_problems(values))
     out.extend(_repo_key_problems(values))
     out.extend(_nccl_problems(values))
+    for name, pattern, wanted in CONFIG_VALUE_RULES:
+        value = values.get(name)
+        if name in values and not (isinstance(value, str) and re.match(pattern, value)):
+            out.append(_problem(
+                "VALIDATE_CHOICE", name, "%s is %r; it must be %s" % (name, value, wanted),
+                "set %s to %s." % (name, wanted)))
+    for name, pattern, wanted in SECRET_VALUE_RULES:
+        value = values.get(name)
+        if name in values and not (isinstance(value, str) and re.match(pattern, value)):
+            out.append(_problem(
+                "VALIDATE_CHOICE", name, "%s (not shown) is not %s" % (name, wanted),
+                "set %s to %s, e.g. from `openssl rand -hex 24` kept in Ansible Vault." % (name, wanted)))
     for name, pattern, wanted in SHELL_VALUE_RULES:
         value = values.get(name)
         if isinstance(value, (str, int)) and not isinstance(value, bool) and not re.match(pattern, str(value)):
