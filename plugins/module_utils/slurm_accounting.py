@@ -187,27 +187,27 @@ def problems(read, host, log_path="/var/log/slurm/slurmdbd.log", db_name="slurm_
                                    if event and event[0] != "started" else ""),
             "journalctl -u slurmdbd and %s say why; systemctl start slurmdbd (or re-run playbooks/scheduler.yml)."
             % log_path))
-    elif event and event[0] in _AUTH_ERRNOS:
-        out.append(problem(
-            "ACCOUNTING_DB_AUTH", "error", subject,
-            "MariaDB refuses slurmdbd's database user: %s" % event[1][-300:],
-            "the password in slurmdbd.conf (StoragePass) and the one of MariaDB's user %s@localhost differ, or the "
-            "user has no rights on %s: re-run playbooks/scheduler.yml, which sets the user's password and rights "
-            "from slurm_accounting_db_password (or the generated one on the controller) and writes slurmdbd.conf "
-            "to match, then restarts slurmdbd." % (db_user, db_name)))
-    elif event and event[0] in _DOWN_ERRNOS:
-        out.append(problem(
-            "ACCOUNTING_DB_UNREACHABLE", "error", subject,
-            "slurmdbd cannot connect to MariaDB although MariaDB runs: %s" % event[1][-300:],
-            "slurmdbd.conf must name StorageHost=localhost and MariaDB must listen on its local socket (%s); check "
-            "`mariadb -e status` as root, fix the socket or StorageHost (re-run playbooks/scheduler.yml writes "
-            "slurmdbd.conf), then systemctl restart slurmdbd." % log_path))
-    else:
-        out.append(problem(
-            "ACCOUNTING_SLURMDBD_DOWN", "error", subject,
-            "slurmdbd runs but does not answer sacctmgr: %s" % (said[-300:] or "no output"),
-            "read %s; check that munge runs on every node with the same key and that port DbdPort of slurmdbd.conf "
-            "(slurm_accounting_port) is open to the cluster, then systemctl restart slurmdbd." % log_path))
+        return out
+    db_errors = (
+        (_AUTH_ERRNOS, "ACCOUNTING_DB_AUTH", "MariaDB refuses slurmdbd's database user",
+         "the password in slurmdbd.conf (StoragePass) and the one of MariaDB's user %s@localhost differ, or the "
+         "user has no rights on %s: re-run playbooks/scheduler.yml, which sets the user's password and rights "
+         "from slurm_accounting_db_password (or the generated one on the controller) and writes slurmdbd.conf "
+         "to match, then restarts slurmdbd." % (db_user, db_name)),
+        (_DOWN_ERRNOS, "ACCOUNTING_DB_UNREACHABLE", "slurmdbd cannot connect to MariaDB although MariaDB runs",
+         "slurmdbd.conf must name StorageHost=localhost and MariaDB must listen on its local socket (%s); check "
+         "`mariadb -e status` as root, fix the socket or StorageHost (re-run playbooks/scheduler.yml writes "
+         "slurmdbd.conf), then systemctl restart slurmdbd." % log_path),
+    )
+    for errnos, code, what, fix in db_errors:
+        if event and event[0] in errnos:
+            out.append(problem(code, "error", subject, "%s: %s" % (what, event[1][-300:]), fix))
+            return out
+    out.append(problem(
+        "ACCOUNTING_SLURMDBD_DOWN", "error", subject,
+        "slurmdbd runs but does not answer sacctmgr: %s" % (said[-300:] or "no output"),
+        "read %s; check that munge runs on every node with the same key and that port DbdPort of slurmdbd.conf "
+        "(slurm_accounting_port) is open to the cluster, then systemctl restart slurmdbd." % log_path))
     return out
 
 

@@ -138,6 +138,14 @@ SHELL_VALUE_RULES = (
     ("rdma_qos_pfc", r"^(|[01](,[01]){7})$", "empty or eight 0/1 values, e.g. \"0,0,0,1,0,0,0,0\""),
 )
 
+_PATH_RULES = tuple(
+    (name, r"^/[^\s\"]*$" if required else r"^(|/[^\s\"]*)$",
+     "an absolute path without spaces" if required else "empty (no metrics) or an absolute path without spaces")
+    for name, required in (("ddp_metrics_textfile_dir", True), ("metrics_textfile_dir", True),
+                           ("node_health_metrics_dir", False), ("ddp_benchmark_metrics_dir", False)))
+_DURATION_RULES = tuple(
+    (name, r"^[0-9]+(ms|s|m|h|d|w|y)$", "a Prometheus duration such as %s" % example)
+    for name, example in (("metrics_retention", "15d"), ("metrics_exporter_down_for", "1m")))
 # Values written into a daemon's configuration file (slurmdbd.conf, sacctmgr, SQL names): what the setting can hold.
 # slurmdbd.conf(5) reads '#' as the start of a comment and cuts a value at white space.
 CONFIG_VALUE_RULES = (
@@ -145,17 +153,11 @@ CONFIG_VALUE_RULES = (
     ("slurm_accounting_db_user", r"^[A-Za-z0-9_]{1,32}$", "a MariaDB user name: letters, digits and _"),
     ("slurm_accounting_account", r"^[a-z0-9_][a-z0-9_.-]{0,63}$",
      "a Slurm account name: lower-case letters, digits, _, . and -"),
-    ("ddp_metrics_textfile_dir", r"^/[^\s\"]*$", "an absolute path without spaces"),
-    ("metrics_textfile_dir", r"^/[^\s\"]*$", "an absolute path without spaces"),
-    ("node_health_metrics_dir", r"^(|/[^\s\"]*)$", "empty (no metrics) or an absolute path without spaces"),
-    ("ddp_benchmark_metrics_dir", r"^(|/[^\s\"]*)$", "empty (no metrics) or an absolute path without spaces"),
     ("metrics_prometheus_listen_address", r"^([A-Za-z0-9.-]*|\[[0-9a-fA-F:]+\]):[0-9]{1,5}$",
      "host:port, e.g. 127.0.0.1:9090 (the head only) or :9090 (every address)"),
-    ("metrics_retention", r"^[0-9]+(ms|s|m|h|d|w|y)$", "a Prometheus duration such as 15d"),
-    ("metrics_exporter_down_for", r"^[0-9]+(ms|s|m|h|d|w|y)$", "a Prometheus duration such as 1m"),
     ("metrics_dcgm_exporter_version", r"^(|[0-9][A-Za-z0-9.:~+-]*)$",
      "empty (the newest) or a package version such as 4.8.2-1"),
-)
+) + _PATH_RULES + _DURATION_RULES
 # Secrets: checked without ever printing them.
 SECRET_VALUE_RULES = (
     ("slurm_munge_key", r"^(|[\s\S]{32,})$", "empty (the controller's key) or a string of at least 32 characters"),

@@ -160,7 +160,7 @@ def _prom(path):
         if not line or line.startswith("#"):
             continue
         series, value = line.rsplit(" ", 1)
-        name, _, labels = series.partition("{")
+        name, _sep, labels = series.partition("{")
         pairs = frozenset(tuple(item.split("=", 1)) for item in labels.rstrip("}").split(",") if item)
         out[(name, frozenset((k, v.strip('"')) for k, v in pairs))] = float(value)
     return out
