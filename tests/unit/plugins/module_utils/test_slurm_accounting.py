@@ -92,13 +92,21 @@ def test_a_stale_error_before_the_last_start_does_not_count():
 
 # ------------------------------------------------------------------ sacct
 
-def test_parse_sacct_and_elapsed():
-    text = ("1|ddp-slurm-check|COMPLETED|00:00:00|ddp-mx[1-3]|0:0\n"
-            "7|user-hello|CANCELLED by 2000|1-02:03:04|ddp-mx1|0:15\n")
-    jobs = sa.parse_sacct(text)
-    assert jobs["1"] == {"job_name": "ddp-slurm-check", "state": "COMPLETED", "elapsed": "00:00:00", "elapsed_s": 0,
-                         "nodes": "ddp-mx[1-3]", "exit_code": "0:0"}
-    assert jobs["7"]["state"] == "CANCELLED" and jobs["7"]["elapsed_s"] == 93784
-    assert sa.elapsed_seconds("05:07") == 307 and sa.elapsed_seconds("INVALID") is None
+def test_parse_sacct_on_the_benchmarks_jobs():
+    jobs = sa.parse_sacct(fixture("sacct_benchmark_jobs.txt"))
+    assert sorted(jobs) == ["1", "2", "3", "4", "5"]
+    assert jobs["5"] == {"job_name": "ddp-bench-20261204T105314Z-1", "state": "COMPLETED", "elapsed": "00:03:05",
+                         "elapsed_s": 185, "nodes": "ddp-mx[1-3]", "exit_code": "0:0"}
+    assert (jobs["2"]["state"], jobs["2"]["exit_code"], jobs["2"]["elapsed_s"]) == ("FAILED", "2:0", 3)
+
+
+@pytest.mark.parametrize("text, seconds", [("00:03:36", 216), ("1-02:03:04", 93784), ("05:07", 307),
+                                            ("INVALID", None), ("", None)])
+def test_elapsed_seconds(text, seconds):
+    """sacct(1), Elapsed: [DD-[HH:]]MM:SS."""
+    assert sa.elapsed_seconds(text) == seconds
+
+
+def test_sacct_of_another_format_is_refused():
     with pytest.raises(sa.AccountingParseError, match="6"):
         sa.parse_sacct("1|x|COMPLETED\n")
