@@ -100,8 +100,8 @@ def test_parse_sacct_on_the_benchmarks_jobs():
     assert (jobs["2"]["state"], jobs["2"]["exit_code"], jobs["2"]["elapsed_s"]) == ("FAILED", "2:0", 3)
 
 
-@pytest.mark.parametrize("text, seconds", [("00:03:36", 216), ("1-02:03:04", 93784), ("05:07", 307),
-                                            ("INVALID", None), ("", None)])
+@pytest.mark.parametrize("text, seconds", [
+    ("00:03:36", 216), ("1-02:03:04", 93784), ("05:07", 307), ("INVALID", None), ("", None)])
 def test_elapsed_seconds(text, seconds):
     """sacct(1), Elapsed: [DD-[HH:]]MM:SS."""
     assert sa.elapsed_seconds(text) == seconds
