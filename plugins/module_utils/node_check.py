@@ -89,14 +89,15 @@ def load_config(data):
     """The settings with every default filled in.
 
     :param data: the parsed settings file (a dict).
-    :returns: ``{"deadline_s": float, "gpu": {...}, "roce": {...}, "slurm": {"prefix": str}}``.
+    :returns: ``{"deadline_s": float, "gpu": {...}, "roce": {...}, "slurm": {"prefix": str},
+        "metrics": {"textfile_dir": str}}`` (textfile_dir "" when no metrics are written).
     :raises ConfigError: with every problem found (unknown keys, wrong types, out-of-range values).
     """
     if not isinstance(data, dict):
         raise ConfigError(["the settings must be a JSON object, got %s" % type(data).__name__])
     errors = []
-    for key in sorted(set(data) - {"deadline_s", "gpu", "roce", "slurm"}):
-        errors.append("%s is not a setting (known: deadline_s, gpu, roce, slurm)" % key)
+    for key in sorted(set(data) - {"deadline_s", "gpu", "roce", "slurm", "metrics"}):
+        errors.append("%s is not a setting (known: deadline_s, gpu, roce, slurm, metrics)" % key)
     deadline = data.get("deadline_s", DEFAULT_DEADLINE_S)
     if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not 1 <= deadline <= MAX_DEADLINE_S:
         errors.append("deadline_s must be a number of seconds in [1, %d], got %r" % (MAX_DEADLINE_S, deadline))
@@ -122,10 +123,18 @@ def load_config(data):
         errors.append("gpu.expected_gpus must be 0 or more, got %d" % gpu["expected_gpus"])
     if roce["min_mtu"] <= 0:
         errors.append("roce.min_mtu must be a positive number of bytes, got %d" % roce["min_mtu"])
+    metrics = data.get("metrics")
+    metrics = {} if metrics is None else metrics
+    textfile_dir = metrics.get("textfile_dir", "") if isinstance(metrics, dict) else None
+    if not isinstance(metrics, dict) or set(metrics) - {"textfile_dir"}:
+        errors.append("metrics must be a mapping with textfile_dir only, got %r" % (metrics,))
+    elif not isinstance(textfile_dir, str) or (textfile_dir and not textfile_dir.startswith("/")):
+        errors.append("metrics.textfile_dir must be empty (no metrics) or an absolute path, got %r" % (textfile_dir,))
     if errors:
         raise ConfigError(errors)
     return {"deadline_s": float(deadline), "gpu": gpu, "roce": roce,
-            "slurm": {"prefix": prefix if isinstance(prefix, str) else SLURM_PREFIX}}
+            "slurm": {"prefix": prefix if isinstance(prefix, str) else SLURM_PREFIX},
+            "metrics": {"textfile_dir": textfile_dir or ""}}
 
 
 def _crashed(check, exc):

@@ -89,6 +89,7 @@ PROBLEM_CODES = (
 PREFIXES = (
     "ddp_", "preflight_", "nvidia_repo_", "nvidia_driver_", "cuda_toolkit_", "cudnn_", "nccl_", "rdma_",
     "net_tuning_", "ssh_trust_", "firewall_", "slurm_", "pytorch_env_", "ddp_benchmark_", "node_health_",
+    "metrics_",
 )
 
 # playbooks/awx_setup.yml reads its own ddp_awx_* variables on the controller: not checked here.
@@ -150,6 +151,7 @@ CLUSTER_OPTIONS = {
     "ddp_health_history_file": {"type": "path"},
     "ddp_health_repeat_window_days": {"type": "float", "min": 0.001, "max": 3650},
     "ddp_health_repeat_threshold": {"type": "int", "min": 2, "max": 1000},
+    "ddp_metrics_textfile_dir": {"type": "path"},
 }
 
 # Names the collection itself registers or sets (results, facts): never an input, never refused.
@@ -166,6 +168,33 @@ SHELL_VALUE_RULES = (
     ("rdma_cma_roce_tos", r"^(|[0-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5])$",
      "empty or a ToS byte 0-255 (106 is DSCP 26)"),
     ("rdma_qos_pfc", r"^(|[01](,[01]){7})$", "empty or eight 0/1 values, e.g. \"0,0,0,1,0,0,0,0\""),
+)
+
+_PATH_RULES = tuple(
+    (name, r"^/[^\s\"]*$" if required else r"^(|/[^\s\"]*)$",
+     "an absolute path without spaces" if required else "empty (no metrics) or an absolute path without spaces")
+    for name, required in (("ddp_metrics_textfile_dir", True), ("metrics_textfile_dir", True),
+                           ("node_health_metrics_dir", False), ("ddp_benchmark_metrics_dir", False)))
+_DURATION_RULES = tuple(
+    (name, r"^[0-9]+(ms|s|m|h|d|w|y)$", "a Prometheus duration such as %s" % example)
+    for name, example in (("metrics_retention", "15d"), ("metrics_exporter_down_for", "1m")))
+# Values written into a daemon's configuration file (slurmdbd.conf, sacctmgr, SQL names): what the setting can hold.
+# slurmdbd.conf(5) reads '#' as the start of a comment and cuts a value at white space.
+CONFIG_VALUE_RULES = (
+    ("slurm_accounting_db_name", r"^[A-Za-z0-9_]{1,64}$", "a MariaDB database name: letters, digits and _"),
+    ("slurm_accounting_db_user", r"^[A-Za-z0-9_]{1,32}$", "a MariaDB user name: letters, digits and _"),
+    ("slurm_accounting_account", r"^[a-z0-9_][a-z0-9_.-]{0,63}$",
+     "a Slurm account name: lower-case letters, digits, _, . and -"),
+    ("metrics_prometheus_listen_address", r"^([A-Za-z0-9.-]*|\[[0-9a-fA-F:]+\]):[0-9]{1,5}$",
+     "host:port, e.g. 127.0.0.1:9090 (the head only) or :9090 (every address)"),
+    ("metrics_dcgm_exporter_version", r"^(|[0-9][A-Za-z0-9.:~+-]*)$",
+     "empty (the newest) or a package version such as 4.8.2-1"),
+) + _PATH_RULES + _DURATION_RULES
+# Secrets: checked without ever printing them (slurm_munge_key: _slurm_problems; option_problems masks no_log values).
+SECRET_VALUE_RULES = (
+    ("slurm_accounting_db_password", r'^(|[!"$-~]{12,128})$',
+     "empty (generated on the controller) or 12-128 printable ASCII characters without spaces and without '#' "
+     "(slurmdbd.conf reads '#' as a comment)"),
 )
 
 _BOOL_STRINGS = frozenset(("yes", "no", "true", "false", "on", "off", "1", "0", "y", "n", "t", "f"))
@@ -330,6 +359,9 @@ ROLE_RANGES = {
     "node_health_max_temperature_c": {"min": 1},
     # raw in the spec (a templated default); an id when given
     "ssh_trust_user_uid": {"type": "int", "min": 1, "max": 2147483646},
+    "metrics_scrape_interval_s": {"min": 1, "max": 3600},
+    "slurm_accounting_db_buffer_pool_mb": {"min": 16},
+    "metrics_health_stale_s": {"min": 1},
 }
 
 
@@ -631,7 +663,8 @@ SLURM_MANAGED_KEYS = (
     "clustername", "slurmctldhost", "slurmuser", "authtype", "credtype", "proctracktype", "taskplugin", "nodename",
     "partitionname", "grestypes", "srunportrange", "slurmctldport", "slurmdport", "statesavelocation",
     "slurmdspooldir", "propagateresourcelimitsexcept", "returntoservice", "slurmdtimeout", "healthcheckprogram",
-    "healthcheckinterval", "healthchecknodestate", "disablerootjobs",
+    "healthcheckinterval", "healthchecknodestate", "disablerootjobs", "accountingstoragetype",
+    "accountingstoragehost", "accountingstorageport", "jobacctgathertype",
 )
 
 # Paths on the controller (any path the controller's user may use); every other path option is on the nodes,
@@ -685,6 +718,16 @@ def _user_class_problems(values):
         if not (name.endswith("_user") and _ours(name)) or name in RESERVED:
             continue
         user = values[name]
+        if name.endswith("_db_user"):
+            # A database account (MariaDB for slurmdbd), not a login: slurmdbd's own `slurm` is what Slurm's
+            # accounting guide uses; only the database's root is refused.
+            if user == "root":
+                out.append(_problem(
+                    "VALIDATE_ROOT_USER", name,
+                    "%s is root: slurmdbd would hold the database server's administrator password" % name,
+                    "set %s to an account of its own, e.g. slurm (the role creates it with rights on its database "
+                    "only)." % name))
+            continue
         found = _user_problems(name, user)
         if found:
             out.extend(found)
@@ -992,6 +1035,15 @@ def _slurm_problems(values, hosts):
             "VALIDATE_SLURM", "slurm_controller",
             "slurm_controller is %r, not a node of the inventory's nodes group (%s)" % (controller, ", ".join(hosts[:5])),
             "set slurm_controller to one of the nodes (default: the head), or leave it unset."))
+    db_host = values.get("slurm_accounting_host")
+    if values.get("slurm_accounting") is not False and isinstance(db_host, str) and db_host.strip() \
+            and "{{" not in db_host and hosts and db_host not in hosts:
+        out.append(_problem(
+            "VALIDATE_SLURM", "slurm_accounting_host",
+            "slurm_accounting_host is %r, not a node of the inventory's nodes group (%s): slurmdbd and MariaDB run on "
+            "a Slurm node" % (db_host, ", ".join(hosts[:5])),
+            "set slurm_accounting_host to one of the nodes (default: the first host of the group ddp_db, else the "
+            "Slurm controller), or leave it unset."))
     ids = {}
     for name, default in (("slurm_uid", 64030), ("slurm_munge_uid", 950),
                           ("ddp_cluster_uid", 2000), ("ssh_trust_user_uid", None)):
@@ -1228,6 +1280,18 @@ def _node_problems(values, known, hosts=()):
     out.extend(_download_problems(values))
     out.extend(_repo_key_problems(values))
     out.extend(_nccl_problems(values))
+    for name, pattern, wanted in CONFIG_VALUE_RULES:
+        value = values.get(name)
+        if name in values and not (isinstance(value, str) and re.match(pattern, value)):
+            out.append(_problem(
+                "VALIDATE_CHOICE", name, "%s is %r; it must be %s" % (name, value, wanted),
+                "set %s to %s." % (name, wanted)))
+    for name, pattern, wanted in SECRET_VALUE_RULES:
+        value = values.get(name)
+        if name in values and not (isinstance(value, str) and re.match(pattern, value)):
+            out.append(_problem(
+                "VALIDATE_CHOICE", name, "%s (not shown) is not %s" % (name, wanted),
+                "set %s to %s, e.g. from `openssl rand -hex 24` kept in Ansible Vault." % (name, wanted)))
     for name, pattern, wanted in SHELL_VALUE_RULES:
         value = values.get(name)
         if isinstance(value, (str, int)) and not isinstance(value, bool) and not re.match(pattern, str(value)):

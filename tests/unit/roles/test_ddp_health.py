@@ -178,3 +178,70 @@ def test_diagnose_of_a_healthy_output_and_of_stdin(tmp_path, capsys):
     assert report["verdict"] == "FAIL" and report["errors"] == ["SLURM_NODE_NOT_RESPONDING"]
     bad = ddp_health.parse_args(["--diagnose", ibstat, "--context", "[1]"])
     assert ddp_health.diagnose_files(bad, "n1", 0.0, lambda: 0.0)["verdict"] == "UNKNOWN"
+def _prom(path):
+    """{(name, frozenset of label pairs): value} of an exposition file (the lines that are not comments)."""
+    out = {}
+    for line in path.read_text().splitlines():
+        if not line or line.startswith("#"):
+            continue
+        series, value = line.rsplit(" ", 1)
+        name, _sep, labels = series.partition("{")
+        pairs = frozenset(tuple(item.split("=", 1)) for item in labels.rstrip("}").split(",") if item)
+        out[(name, frozenset((k, v.strip('"')) for k, v in pairs))] = float(value)
+    return out
+
+
+def test_slurm_mode_writes_the_verdict_and_the_drain_as_metrics(tmp_path, capsys):
+    """As HealthCheckProgram, a failing node is drained and its metrics say so: unhealthy, the code, drained by us;
+    the files are whole (written beside and renamed) and 0644, and no temporary file is left."""
+    textfile = tmp_path / "textfile"
+    textfile.mkdir()
+    path = tmp_path / "health.json"
+    path.write_text(json.dumps({"roce": {"gloo_socket_ifname": "nosuch0"}, "metrics": {"textfile_dir": str(textfile)}}))
+    env = {"SLURMD_NODENAME": "ddp-node1"}
+    assert ddp_health.main(["--config", str(path), "--slurm"], environ=env, wall_clock=lambda: 1700000000.5,
+                           runner_factory=lambda s: SlurmRunner(s, "ddp-node1|idle|none\n")) == 1
+    health = _prom(textfile / "ddp_health.prom")
+    src = ("source", "ddp-health")
+    assert health[("ddp_health_healthy", frozenset([src]))] == 0
+    assert health[("ddp_health_verdict", frozenset([src, ("verdict", "FAIL")]))] == 1
+    assert health[("ddp_health_verdict", frozenset([src, ("verdict", "PASS")]))] == 0
+    assert health[("ddp_health_problem", frozenset([src, ("code", "IFNAME_NOT_FOUND"), ("severity", "error")]))] == 1
+    assert health[("ddp_health_last_run_timestamp_seconds", frozenset([src]))] == 1700000000.5
+    drain = _prom(textfile / "ddp_slurm_drain.prom")
+    assert drain == {("ddp_health_slurm_drained", frozenset([("reason", "ddp-health:IFNAME_NOT_FOUND")])): 1}
+    assert sorted(p.name for p in textfile.iterdir()) == ["ddp_health.prom", "ddp_slurm_drain.prom"]
+    assert (textfile / "ddp_health.prom").stat().st_mode & 0o777 == 0o644
+    capsys.readouterr()
+
+
+def test_record_writes_the_health_stages_verdict_and_exits_0(tmp_path):
+    """ddp-health --record (the health stage, per node): no check runs; the verdict and codes as given, tier-labelled."""
+    textfile = tmp_path / "textfile"
+    textfile.mkdir()
+    proc = run(tmp_path, {"metrics": {"textfile_dir": str(textfile)}}, "--record", "FAIL", "--errors", "BURNIN_SLOW",
+               "--warnings", "NO_GPU,NO_RDMA", "--tier", "burnin", "--node", "ddp-node2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    stage = _prom(textfile / "ddp_health_stage.prom")
+    base = [("source", "health-stage"), ("tier", "burnin")]
+    assert stage[("ddp_health_healthy", frozenset(base))] == 0
+    assert stage[("ddp_health_problem", frozenset(base + [("code", "BURNIN_SLOW"), ("severity", "error")]))] == 1
+    assert stage[("ddp_health_problem", frozenset(base + [("code", "NO_RDMA"), ("severity", "warning")]))] == 1
+    assert not (textfile / "ddp_health.prom").exists()
+
+
+def test_no_textfile_folder_writes_nothing_and_says_so(tmp_path):
+    proc = run(tmp_path, {"metrics": {"textfile_dir": str(tmp_path / "missing")}})
+    assert proc.returncode == 0 and "metrics not written" in proc.stderr and "is not a folder" in proc.stderr
+    assert not (tmp_path / "missing").exists()
+
+
+def test_a_planted_link_in_the_textfile_folder_is_replaced_not_followed(tmp_path):
+    """The folder may belong to the exporter's user: the program, as root, never writes through a link there."""
+    textfile = tmp_path / "textfile"
+    textfile.mkdir()
+    target = tmp_path / "victim"
+    target.write_text("keep")
+    (textfile / "ddp_health.prom").symlink_to(target)
+    assert run(tmp_path, {"metrics": {"textfile_dir": str(textfile)}}).returncode == 0
+    assert target.read_text() == "keep" and not (textfile / "ddp_health.prom").is_symlink()

@@ -224,6 +224,29 @@ BAD = [
     ({"ddp_benchmark_output_dir": 5}, "VALIDATE_TYPE", "ddp_benchmark_output_dir", "string"),
     ({"pytorch_env_index_url": 8080}, "VALIDATE_TYPE", "pytorch_env_index_url", "string"),
     ({"ddp_benchmark_batch_size": 1.5}, "VALIDATE_TYPE", "ddp_benchmark_batch_size", "integer"),
+    # Accounting and metrics: values that go into slurmdbd.conf, SQL names, sacctmgr and Prometheus's configuration.
+    ({"slurm_accounting_db_name": "acct-db"}, "VALIDATE_CHOICE", "slurm_accounting_db_name", "letters, digits and _"),
+    ({"slurm_accounting_db_user": "slurm'@'%"}, "VALIDATE_CHOICE", "slurm_accounting_db_user", "MariaDB user"),
+    ({"slurm_accounting_account": "Research Group"}, "VALIDATE_CHOICE", "slurm_accounting_account", "Slurm account"),
+    ({"slurm_accounting_db_password": "short"}, "VALIDATE_CHOICE", "slurm_accounting_db_password", "12-128"),
+    ({"slurm_accounting_db_password": "a-long-pass#word-here"}, "VALIDATE_CHOICE", "slurm_accounting_db_password",
+     "'#'"),
+    ({"slurm_accounting_db_password": 123456789012345}, "VALIDATE_CHOICE", "slurm_accounting_db_password", "printable"),
+    ({"slurm_accounting_port": 70000}, "VALIDATE_RANGE", "slurm_accounting_port", "65535"),
+    ({"slurm_accounting": "maybe"}, "VALIDATE_TYPE", "slurm_accounting", "boolean"),
+    ({"slurm_accounting_timeout": 0}, "VALIDATE_RANGE", "slurm_accounting_timeout", "greater than 0"),
+    ({"metrics_enabled": "perhaps"}, "VALIDATE_TYPE", "metrics_enabled", "boolean"),
+    ({"metrics_prometheus_listen_address": "0.0.0.0"}, "VALIDATE_CHOICE", "metrics_prometheus_listen_address",
+     "host:port"),
+    ({"metrics_retention": "15 days"}, "VALIDATE_CHOICE", "metrics_retention", "Prometheus duration"),
+    ({"metrics_exporter_down_for": 60}, "VALIDATE_CHOICE", "metrics_exporter_down_for", "Prometheus duration"),
+    ({"metrics_scrape_interval_s": 0}, "VALIDATE_RANGE", "metrics_scrape_interval_s", "minimum"),
+    ({"metrics_node_exporter_port": 0}, "VALIDATE_RANGE", "metrics_node_exporter_port", "65535"),
+    ({"metrics_textfile_dir": "var/lib/node-exporter"}, "VALIDATE_CHOICE", "metrics_textfile_dir", "absolute"),
+    ({"ddp_metrics_textfile_dir": "/var/lib/my dir"}, "VALIDATE_CHOICE", "ddp_metrics_textfile_dir", "absolute"),
+    ({"node_health_metrics_dir": "relative"}, "VALIDATE_CHOICE", "node_health_metrics_dir", "absolute"),
+    ({"metrics_dcgm_exporter_version": "latest"}, "VALIDATE_CHOICE", "metrics_dcgm_exporter_version", "4.8.2-1"),
+    ({"metrics_dcgm_exportr": True}, "VALIDATE_UNKNOWN_VAR", "metrics_dcgm_exportr", "metrics_dcgm_exporter"),
 ]
 
 
@@ -264,6 +287,15 @@ GOOD = [
     {"pytorch_env_require_hashes": True, "pytorch_env_wheelhouse": "/srv/wheelhouse"},
     {"pytorch_env_require_hashes": False}, {"pytorch_env_require_hashes": True},
     {"pytorch_env_wheelhouse_port": 0}, {"pytorch_env_wheelhouse_port": 8765, "pytorch_env_wheelhouse_transport": "copy"},
+    # The documented examples of the accounting and metrics variables (roles' argument specs, README).
+    {"slurm_accounting": False}, {"slurm_accounting_db_password": "0f3c9a" * 8, "slurm_accounting_port": 6819},
+    {"slurm_accounting_db_name": "slurm_acct_db", "slurm_accounting_db_user": "slurm", "slurm_accounting_account": "ddp",
+     "slurm_accounting_timeout": 60, "slurm_accounting_db_password_file": "/root/.ansible/ddp.cluster/ddp-h-slurmdbd.password"},
+    {"metrics_enabled": False}, {"metrics_prometheus_listen_address": "127.0.0.1:9090"},
+    {"metrics_prometheus_listen_address": ":9090"}, {"metrics_retention": "15d", "metrics_exporter_down_for": "1m"},
+    {"metrics_dcgm_exporter_version": "4.8.2-1", "metrics_dcgm_exporter_port": 9400, "metrics_node_exporter_port": 9100},
+    {"ddp_metrics_textfile_dir": "/var/lib/prometheus/node-exporter", "node_health_metrics_dir": "",
+     "ddp_benchmark_metrics_dir": "", "metrics_scrape_interval_s": 15, "metrics_health_stale_s": 900},
     {"slurm_epel_gpg_key_fingerprint": "FF8A D134 4597 106E CE81  3B91 8A38 72BF 3228 467C",
      "slurm_epel_gpg_key_url": "https://mirror.invalid/epel/RPM-GPG-KEY-EPEL-9",
      "nvidia_repo_epel_gpg_key_fingerprint": "94E279EB8D8F25B21810ADF121EA45AB2F86D6A1"},
@@ -295,6 +327,15 @@ def test_ansible_host_list_is_refused():
 def test_inventory_shape_comes_from_preflight():
     assert ("PREFLIGHT_NO_HEAD", "ddp_head_group") in found(run(heads=()))
     assert ("PREFLIGHT_NO_NODES", "ddp_nodes_group") in found(run(nodes={}, heads=()))
+
+
+def test_a_secret_is_never_printed():
+    """A no_log option (the munge key, the database password) is refused without its value in the message."""
+    for values in ({"slurm_accounting_db_password": "sec ret value with spaces"}, {"slurm_munge_key": "tooShortKey1"},
+                   {"slurm_munge_key": ["tooShortKey1"]}):
+        problems = run(values)
+        secret = str(list(values.values())[0][0] if isinstance(list(values.values())[0], list) else list(values.values())[0])
+        assert problems and all(secret not in p["message"] + p["fix"] for p in problems), problems
 
 
 def test_every_code_is_listed():
