@@ -59,6 +59,11 @@ def slurm_job_failure_nodes(job_nodes, states, job_output=""):
     return slurm.job_failure_nodes(list(job_nodes or []), states or {}, job_output or "")
 
 
+def slurm_job_ids(squeue_text):
+    """[job id] from `squeue -h -o %A` (the jobs on the nodes the health stage drains, to requeue)."""
+    return _wrap(slurm.parse_job_ids, squeue_text)
+
+
 class FilterModule(object):
     """ddp.cluster slurm filters."""
 
@@ -71,4 +76,5 @@ class FilterModule(object):
             "slurm_drain_plan": slurm_drain_plan,
             "slurm_account_problems": slurm_account_problems,
             "slurm_job_failure_nodes": slurm_job_failure_nodes,
+            "slurm_job_ids": slurm_job_ids,
         }
