@@ -274,7 +274,7 @@ ROLE_RANGES = {
     "slurm_job_hang_timeout": {"type": "int", "min": 10, "max": 86400},
     "slurm_job_max_requeue": {"type": "int", "min": 0, "max": 100},
     "slurm_job_max_restarts": {"type": "int", "min": 0, "max": 100},
-    "slurm_job_checkpoint_every": {"type": "int", "min": 1},
+    "slurm_cred_expire": {"type": "int", "min": 10, "max": 86400},
 }
 
 # Storage every node sees (checkpoints): an absolute path, and never a folder every user can write, which the

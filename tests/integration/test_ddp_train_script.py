@@ -36,32 +36,25 @@ TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_
                  "DDP_HANG_TIMEOUT")
 SMALL = ["--batch-size", "4", "--synthetic-samples", "96", "--image-size", "8", "--workers", "0", "--log-every", "5"]
 
-# Runs ddp_train.main() with the module's open() replaced: writing the checkpoint of step 15 puts half its bytes
-# down, flushes them to disk and ends the process at once (os._exit: no cleanup, as a node losing power).
+# Runs ddp_train.main() with the module's open() replaced for the checkpoint of step 15: the unit tests' DiesHalfWay
+# puts half its bytes down, flushes them to disk and here ends the process at once (os._exit: no cleanup, as a node
+# losing power).
 CRASH_DRIVER = '''
-import builtins, importlib.util, os, sys
-spec = importlib.util.spec_from_file_location("ddp_train", %(script)r)
-train = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(train)
+import builtins, os, sys
+sys.path.insert(0, %(unit_dir)r)
+from role_files import load
+from test_ddp_train import DiesHalfWay
 
-class DiesHalfWay(object):
-    def __init__(self, path, mode):
-        self.handle = builtins.open(path, mode)
-    def __enter__(self):
-        return self
-    def __exit__(self, *exc):
-        self.handle.close()
-    def write(self, data):
-        self.handle.write(data[: len(data) // 2])
-        self.handle.flush()
-        os.fsync(self.handle.fileno())
+class DiesHere(DiesHalfWay):
+    def stop(self):
         os._exit(137)
 
 def crashing_open(path, mode="r", *args, **kwargs):
     if "step-00000015" in os.path.basename(path) and "w" in mode:
-        return DiesHalfWay(path, mode)
+        return DiesHere(path, mode)
     return builtins.open(path, mode, *args, **kwargs)
 
+train = load("slurm", "ddp_train.py")
 train.open = crashing_open
 sys.exit(train.main())
 '''
@@ -92,7 +85,7 @@ def done_line(out):
 def test_crash_while_saving_resumes_from_the_checkpoint_before(tmp_path):
     ckpt = tmp_path / "ckpt"
     driver = tmp_path / "crash_driver.py"
-    driver.write_text(CRASH_DRIVER % {"script": SCRIPT})
+    driver.write_text(CRASH_DRIVER % {"unit_dir": os.path.join(ROOT, "tests", "unit", "roles")})
     args = ["--steps", "20", "--checkpoint-every", "5", "--checkpoint-dir", str(ckpt)] + SMALL
 
     rc, out, _elapsed = torchrun(2, str(driver), args)

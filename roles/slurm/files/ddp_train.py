@@ -68,57 +68,46 @@ class TrainError(Exception):
 # Arguments and settings
 
 
-def _positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be 1 or more, not %s" % text)
-    return value
-
-
-def _non_negative_int(text):
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more, not %s" % text)
-    return value
-
-
-def _positive_float(text):
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError("must be greater than 0, not %s" % text)
-    return value
+def _at_least(low, kind=int):
+    """An argparse type: a number of ``kind`` that is ``low`` or more (greater than 0 for a float)."""
+    def parse(text):
+        value = kind(text)
+        if value < low or (kind is float and value <= 0):
+            raise argparse.ArgumentTypeError("%s is out of range (at least %s)" % (text, low))
+        return value
+    return parse
 
 
 def parse_args(argv=None, environ=None):
     environ = os.environ if environ is None else environ
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("--steps", type=_positive_int, default=1000, help="optimizer steps in all (default 1000)")
-    parser.add_argument("--batch-size", type=_positive_int, default=32, help="samples per process and step")
-    parser.add_argument("--lr", type=_positive_float, default=0.01, help="SGD learning rate (default 0.01)")
+    parser.add_argument("--steps", type=_at_least(1), default=1000, help="optimizer steps in all (default 1000)")
+    parser.add_argument("--batch-size", type=_at_least(1), default=32, help="samples per process and step")
+    parser.add_argument("--lr", type=_at_least(0, float), default=0.01, help="SGD learning rate (default 0.01)")
     parser.add_argument("--data", default="synthetic",
                         help="synthetic (default), or a folder of class sub-folders of .pt tensors or images")
-    parser.add_argument("--synthetic-samples", type=_positive_int, default=50000,
+    parser.add_argument("--synthetic-samples", type=_at_least(1), default=50000,
                         help="samples in the synthetic data set (one epoch)")
-    parser.add_argument("--image-size", type=_positive_int, default=32, help="synthetic images' side, pixels")
-    parser.add_argument("--num-classes", type=_positive_int, default=10, help="classes of the synthetic data")
+    parser.add_argument("--image-size", type=_at_least(1), default=32, help="synthetic images' side, pixels")
+    parser.add_argument("--num-classes", type=_at_least(1), default=10, help="classes of the synthetic data")
     parser.add_argument("--model", choices=["auto", "small_cnn", "resnet50"], default="auto",
                         help="auto: resnet50 on GPU when torchvision is installed, else small_cnn")
     parser.add_argument("--amp", choices=["auto", "bf16", "fp16", "off"], default="auto",
                         help="mixed precision on GPU (auto: bf16 where supported, else fp16); off on CPU")
-    parser.add_argument("--workers", type=_non_negative_int, default=2, help="DataLoader workers per process")
+    parser.add_argument("--workers", type=_at_least(0), default=2, help="DataLoader workers per process")
     parser.add_argument("--seed", type=int, default=1234, help="seed of the data order and of every RNG")
     parser.add_argument("--checkpoint-dir", default=environ.get("DDP_CHECKPOINT_DIR", ""),
                         help="where checkpoints go (default $DDP_CHECKPOINT_DIR; empty: no checkpoints)")
-    parser.add_argument("--checkpoint-every", type=_positive_int,
+    parser.add_argument("--checkpoint-every", type=_at_least(1),
                         default=int(environ.get("DDP_CHECKPOINT_EVERY", "100") or 100),
                         help="steps between checkpoints (default $DDP_CHECKPOINT_EVERY or 100)")
-    parser.add_argument("--keep", type=_positive_int, default=2, help="complete checkpoints kept (default 2)")
-    parser.add_argument("--hang-timeout", type=_positive_float,
+    parser.add_argument("--keep", type=_at_least(1), default=2, help="complete checkpoints kept (default 2)")
+    parser.add_argument("--hang-timeout", type=_at_least(0, float),
                         default=float(environ.get("DDP_HANG_TIMEOUT", "600") or 600),
                         help="seconds a collective may wait for its peers (default $DDP_HANG_TIMEOUT or 600)")
     parser.add_argument("--step-delay", type=float, default=0.0,
                         help="seconds to sleep after each step (slows a tiny model down to watch or test a restart)")
-    parser.add_argument("--log-every", type=_positive_int, default=10, help="steps between progress lines")
+    parser.add_argument("--log-every", type=_at_least(1), default=10, help="steps between progress lines")
     return parser.parse_args(argv)
 
 
@@ -373,7 +362,7 @@ def seed_all(torch, seed):
 def checkpoint_state(model, optimizer, scaler, sampler, step, rng_states, replayed, restarts, world_size):
     """The dict saved in a checkpoint (every field a resume needs)."""
     return {"version": CHECKPOINT_VERSION, "step": step, "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(), "scaler": scaler.state_dict() if scaler is not None else None,
+            "optimizer": optimizer.state_dict(), "scaler": scaler.state_dict(),
             "sampler": sampler.state(), "rng": rng_states, "replayed": replayed, "restarts": restarts,
             "world_size": world_size, "saved_at": time.time()}
 
@@ -451,7 +440,10 @@ def train(args, launch, environ):
         amp = args.amp if args.amp != "auto" else ("bf16" if torch.cuda.is_bf16_supported() else "fp16")
     ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if on_cuda else None)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
-    scaler = torch.amp.GradScaler("cuda", enabled=amp == "fp16") if on_cuda else None
+    if hasattr(torch.amp, "GradScaler"):  # torch >= 2.3
+        scaler = torch.amp.GradScaler(device.type, enabled=amp == "fp16")
+    else:  # torch 2.1/2.2 (the reference stack): the CUDA one, a pass-through when disabled
+        scaler = torch.cuda.amp.GradScaler(enabled=amp == "fp16")
     loss_fn = torch.nn.CrossEntropyLoss()
 
     folder = args.checkpoint_dir
@@ -472,7 +464,7 @@ def train(args, launch, environ):
             state = torch.load(chosen, map_location="cpu", weights_only=False)
             ddp.module.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
-            if scaler is not None and state.get("scaler"):
+            if state.get("scaler"):
                 scaler.load_state_dict(state["scaler"])
             step = state["step"]
             epoch, position = state["sampler"]["epoch"], state["sampler"]["position"]
@@ -521,13 +513,10 @@ def train(args, launch, environ):
             with torch.autocast(device.type, dtype=torch.bfloat16 if amp == "bf16" else torch.float16,
                                 enabled=amp != "off"):
                 loss = loss_fn(ddp(images), labels)
-            if scaler is not None and scaler.is_enabled():
-                scaler.scale(loss).backward()
-                scaler.step(optimizer)
-                scaler.update()
-            else:
-                loss.backward()
-                optimizer.step()
+            # A disabled GradScaler (CPU, bf16) passes the loss and the step through unchanged.
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
             step += 1
             sampler.position += sampler.global_batch
             if folder and rank == 0:

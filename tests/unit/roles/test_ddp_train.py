@@ -38,8 +38,9 @@ def test_write_atomic_replaces_the_whole_file(tmp_path):
     assert sorted(os.listdir(str(tmp_path))) == ["step-00000010.pt"]
 
 
-class _DiesHalfWay(object):
-    """A file object whose write puts half the bytes down, then fails as a node that loses power would stop."""
+class DiesHalfWay(object):
+    """A file object whose write puts half the bytes down (flushed to disk), then stops: :meth:`stop` raises the
+    error a failing disk gives; tests/integration/test_ddp_train_script.py ends the process there instead."""
 
     def __init__(self, path, mode):
         self.handle = open(path, mode)
@@ -53,6 +54,10 @@ class _DiesHalfWay(object):
     def write(self, data):
         self.handle.write(data[: len(data) // 2])
         self.handle.flush()
+        os.fsync(self.handle.fileno())
+        self.stop()
+
+    def stop(self):
         raise OSError(5, "Input/output error")
 
     def flush(self):
@@ -65,7 +70,7 @@ class _DiesHalfWay(object):
 def test_a_write_that_dies_half_way_leaves_the_old_checkpoint_alone(tmp_path, monkeypatch):
     good = tmp_path / "step-00000010.pt"
     train.write_atomic(str(good), b"complete checkpoint")
-    monkeypatch.setattr(train, "open", _DiesHalfWay, raising=False)
+    monkeypatch.setattr(train, "open", DiesHalfWay, raising=False)
     with pytest.raises(OSError):
         train.write_atomic(str(tmp_path / "step-00000020.pt"), b"0123456789" * 100)
     monkeypatch.delattr(train, "open")
