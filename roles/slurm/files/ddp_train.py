@@ -451,17 +451,18 @@ def train(args, launch, environ):
     if folder:
         if rank == 0:
             os.makedirs(folder, exist_ok=True)
-            path, _state = load_newest(torch, folder, warn=lambda text: say("warning: " + text))
+            path, state = load_newest(torch, folder, warn=lambda text: say("warning: " + text))
             chosen = path or ""
         else:
-            chosen = ""
+            chosen, state = "", None
         chosen = all_gather_bytes(torch, dist, chosen.encode(), world_size, device, cap=4096)[0].decode()
         if chosen:
             if not os.path.isfile(chosen):
                 raise TrainError("rank %d on %s cannot see %s, which rank 0 found: the checkpoint folder is not on "
                                  "storage every node shares (set ddp_shared_dir, or DDP_CHECKPOINT_DIR)"
                                  % (rank, host, chosen))
-            state = torch.load(chosen, map_location="cpu", weights_only=False)
+            if state is None:  # rank 0 has it loaded already
+                state = torch.load(chosen, map_location="cpu", weights_only=False)
             ddp.module.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
             if state.get("scaler"):
