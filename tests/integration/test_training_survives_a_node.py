@@ -6,8 +6,7 @@ nodes' shared storage (``DDP_IT_SHARED_DIR``, default /srv/ddp-shared: the podma
 
 - refusals before any training: a checkpoint folder that only the first node sees, and ``DDP_ELASTIC=3:2``;
 - a node container stopped (``podman stop``) in the middle of a job of ddp_train.py with a checkpoint every K steps:
-  the job names the node, requeues itself onto the nodes left (``sbatch -N <n-1>-<n>``), resumes from its last
-  checkpoint and finishes every step, with at most K steps replayed; Slurm marks the node down with a reason;
+  the job names the node, lets it go, requeues itself onto the nodes left, resumes from its last checkpoint and finishes every step, with at most K steps replayed; Slurm marks the node down with a reason;
 - the same in elastic mode (``DDP_ELASTIC=<n-1>:<n>``, ``--no-kill``): torchrun goes on with the nodes left, without a
   requeue;
 - a node frozen (``podman pause``): the job ends within the hang timeout and the time it takes the job script to ask
@@ -116,6 +115,7 @@ def restore(node):
         podman("start", node, check=False)
         podman("exec", node, "sh", "-c", "timeout 90 systemctl is-system-running --wait || true", check=False,
                timeout=120)
+
     # ReturnToService=2 returns a node that registers again; a node still down (or drained by the job's loss)
     # is resumed here so the next test has every node.
     def idle():
@@ -138,7 +138,9 @@ def logs_folder():
         on_head("scancel", *jobs, check=False)
 
 
-def wait_for_step(job, step, timeout=180):
+def wait_for_step(job, step, timeout=480):
+    """Until the job reached ``step`` (progress.json). Generous: torch's start on nodes that share 2 busy cores
+    takes minutes; the bounds the tests are about are asserted apart."""
     return wait_until(lambda: (progress(job) or {}).get("step", 0) >= step, timeout, 0.5)
 
 
@@ -200,11 +202,11 @@ def run_through_a_loss(name, env, sbatch_opts, mode, lost_node_down=False):
     n = len(NODES)
     job, log_path = submit(name, dict(env, DDP_HANG_TIMEOUT="60"), sbatch_opts)
     try:
-        assert wait_until(lambda: job_state(job) == "RUNNING", 120), job_state(job)
+        assert wait_until(lambda: job_state(job) == "RUNNING", 300), job_state(job)
         lost_at, before = lose_node_mid_run(job)
-        again = wait_until(lambda: running_again(job, n - 1, lost_at), 400, 0.5)
+        again = wait_until(lambda: running_again(job, n - 1, lost_at), 600, 0.5)
         assert again, read_log_of(job)
-        assert wait_until(lambda: job_state(job) == "COMPLETED", 300, 2), (job_state(job), read_log_of(job))
+        assert wait_until(lambda: job_state(job) == "COMPLETED", 420, 2), (job_state(job), read_log_of(job))
         log = read(log_path)
         steps, world, start, replayed, restarts = done_line(log)
         print("\n%s: node %s stopped after step %d; training running again after %.0f s at step %d on %d nodes; "
@@ -224,8 +226,9 @@ def run_through_a_loss(name, env, sbatch_opts, mode, lost_node_down=False):
 
 def test_a_stopped_node_is_requeued_and_training_resumes():
     n = len(NODES)
-    job, log = run_through_a_loss("ddp-it-train", {}, ["-N", "%d-%d" % (n - 1, n)], "requeue", lost_node_down=True)
+    job, log = run_through_a_loss("ddp-it-train", {}, ["-N", str(n)], "requeue", lost_node_down=True)
     assert "node %s stopped answering" % LOST in log, log[-3000:]
+    assert "job %s now holds the %d node(s) that answer" % (job, n - 1) in log, log[-3000:]
     assert "requeueing job %s (1 of 3)" % job in log, log[-3000:]
 
 
@@ -241,7 +244,7 @@ def test_a_frozen_node_ends_the_job_within_the_hang_timeout_and_is_named():
     job, log_path = submit("ddp-it-frozen", {"DDP_HANG_TIMEOUT": str(HANG), "DDP_MAX_REQUEUE": "0"},
                            ["-N", str(n)])
     try:
-        assert wait_until(lambda: job_state(job) == "RUNNING", 120), job_state(job)
+        assert wait_until(lambda: job_state(job) == "RUNNING", 300), job_state(job)
         assert wait_for_step(job, 5), read_log_of(job)
         podman("pause", LOST)
         paused_at = time.time()
