@@ -137,7 +137,8 @@ def test_sampler_position_survives_another_world_size():
 def test_a_frozen_rank_ends_the_run_within_the_hang_timeout(tmp_path):
     hang = 10
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", SCRIPT,
-           "--steps", "100000", "--checkpoint-every", "1000", "--hang-timeout", str(hang), "--step-delay", "0.05"] + SMALL
+           "--steps", "100000", "--checkpoint-every", "1000", "--hang-timeout", str(hang),
+           "--step-delay", "0.05"] + SMALL
     proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
     try:

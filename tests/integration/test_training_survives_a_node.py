@@ -6,7 +6,8 @@ nodes' shared storage (``DDP_IT_SHARED_DIR``, default /srv/ddp-shared: the podma
 
 - refusals before any training: a checkpoint folder that only the first node sees, and ``DDP_ELASTIC=3:2``;
 - a node container stopped (``podman stop``) in the middle of a job of ddp_train.py with a checkpoint every K steps:
-  the job names the node, lets it go, requeues itself onto the nodes left, resumes from its last checkpoint and finishes every step, with at most K steps replayed; Slurm marks the node down with a reason;
+  the job names the node, lets it go, requeues itself onto the nodes left, resumes from its last checkpoint and
+  finishes every step, with at most K steps replayed; Slurm marks the node down with a reason;
 - the same in elastic mode (``DDP_ELASTIC=<n-1>:<n>``, ``--no-kill``): torchrun goes on with the nodes left, without a
   requeue;
 - a node frozen (``podman pause``): the job ends within the hang timeout and the time it takes the job script to ask
