@@ -389,7 +389,8 @@ def load_newest(torch, folder, warn=None):
             if not isinstance(state, dict) or state.get("version") != CHECKPOINT_VERSION or "model" not in state:
                 raise ValueError("not a checkpoint of this program (version %r)" % (
                     state.get("version") if isinstance(state, dict) else None))
-        except Exception as exc:  # pylint: disable=broad-except  (any unreadable file is skipped, never used)
+        except Exception as exc:  # pylint: disable=broad-except
+            # Any file that does not load is skipped, never used.
             if warn:
                 warn("skipping %s: it does not load (%s: %s)" % (path, type(exc).__name__, exc))
             continue
