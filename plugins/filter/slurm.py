@@ -81,6 +81,11 @@ def slurm_clock_problems(tracking_texts, max_offset_s=None):
     return slurm_diag.clock_problems(tracking, max_offset_s)
 
 
+def slurm_job_ids(squeue_text):
+    """[job id] from `squeue -h -o %A` (the jobs on the nodes the health stage drains, to requeue)."""
+    return _wrap(slurm.parse_job_ids, squeue_text)
+
+
 class FilterModule(object):
     """ddp.cluster slurm filters."""
 
@@ -96,4 +101,5 @@ class FilterModule(object):
             "slurm_node_problems": slurm_node_problems,
             "slurm_log_problems": slurm_log_problems,
             "slurm_clock_problems": slurm_clock_problems,
+            "slurm_job_ids": slurm_job_ids,
         }

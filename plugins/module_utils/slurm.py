@@ -181,6 +181,26 @@ def parse_sinfo_nodes(text):
     return out
 
 
+def parse_job_ids(text):
+    """Job ids from ``squeue -h -o %A`` (one per line; e.g. the jobs running on a node just drained), sorted.
+
+    A drain stops new jobs from landing on a node but leaves the running ones there: the health stage and
+    ``ddp-health --slurm`` requeue the jobs on a node they drain (``scontrol requeue``), so they start again on
+    healthy nodes, from their checkpoint, instead of running on (or hanging on) a bad one until their time limit.
+
+    :raises SlurmParseError: on a line that is not a job id.
+    """
+    out = set()
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if not re.match(r"^[0-9]+$", line):
+            raise SlurmParseError("squeue -h -o %%A: unexpected line %r" % line)
+        out.add(int(line))
+    return sorted(out)
+
+
 def unavailable_nodes(states, nodes=None):
     """Nodes (of ``nodes``, or all) that cannot run jobs: not responding, down, drained, failing, unknown.
 

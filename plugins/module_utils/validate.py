@@ -83,6 +83,8 @@ PROBLEM_CODES = (
     "VALIDATE_OFED_SOURCE",
     "VALIDATE_BENCHMARK_MATRIX",
     "VALIDATE_HEALTH_CONFIG",
+    "VALIDATE_SHARED_DIR",
+    "VALIDATE_ELASTIC_NODES",
 )
 
 # Variables with one of these prefixes are ours: a name that no role and no playbook reads is refused.
@@ -152,6 +154,8 @@ CLUSTER_OPTIONS = {
     "ddp_health_repeat_window_days": {"type": "float", "min": 0.001, "max": 3650},
     "ddp_health_repeat_threshold": {"type": "int", "min": 2, "max": 1000},
     "ddp_metrics_textfile_dir": {"type": "path"},
+    "ddp_shared_dir": {"type": "path"},
+    "ddp_hang_timeout": {"type": "int", "min": 10, "max": 86400},
 }
 
 # Names the collection itself registers or sets (results, facts): never an input, never refused.
@@ -362,7 +366,19 @@ ROLE_RANGES = {
     "metrics_scrape_interval_s": {"min": 1, "max": 3600},
     "slurm_accounting_db_buffer_pool_mb": {"min": 16},
     "metrics_health_stale_s": {"min": 1},
+    "slurm_job_hang_timeout": {"type": "int", "min": 10, "max": 86400},
+    "slurm_job_max_requeue": {"type": "int", "min": 0, "max": 100},
+    "slurm_job_max_restarts": {"type": "int", "min": 0, "max": 100},
+    "slurm_cred_expire": {"type": "int", "min": 10, "max": 86400},
 }
+
+# Storage every node sees (checkpoints): an absolute path, and never a folder every user can write, which the
+# roles (as root) would create folders under.
+SHARED_DIR_OPTIONS = ("ddp_shared_dir", "slurm_shared_dir")
+_WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
+# torchrun's --nnodes for elastic jobs: MIN:MAX node counts (empty: a fixed node count, requeue on a node loss).
+ELASTIC_OPTIONS = ("slurm_job_elastic",)
+_ELASTIC = re.compile(r"^\s*([0-9]+)\s*:\s*([0-9]+)\s*$")
 
 
 def _ranges(name, value, spec):
@@ -604,6 +620,45 @@ def _repo_key_problems(values):
 NCCL_NAMED = (("rdma_nccl_ib_hca", "NCCL_IB_HCA"), ("rdma_nccl_ib_gid_index", "NCCL_IB_GID_INDEX"),
               ("rdma_nccl_ib_sl", "NCCL_IB_SL"), ("rdma_nccl_ib_tc", "NCCL_IB_TC"),
               ("rdma_nccl_socket_ifname", "NCCL_SOCKET_IFNAME"), ("rdma_nccl_debug", "NCCL_DEBUG"))
+def _shared_dir_problems(values):
+    out = []
+    for name in SHARED_DIR_OPTIONS:
+        value = values.get(name)
+        if not isinstance(value, str) or not value.strip():
+            continue
+        path = value.strip()
+        parts = path.split("/")
+        if not path.startswith("/") or ".." in parts:
+            out.append(_problem(
+                "VALIDATE_SHARED_DIR", name, "%s is %r; it must be an absolute path without '..'" % (name, value),
+                "set %s to the folder where every node mounts the shared storage, e.g. /shared/ddp (NFS, Lustre, "
+                "GPFS)." % name))
+        elif any(path.rstrip("/") == d or path.startswith(d + "/") for d in _WORLD_WRITABLE):
+            out.append(_problem(
+                "VALIDATE_SHARED_DIR", name,
+                "%s is %r, under a folder every user can write (%s): it is node-local, and root would create the "
+                "checkpoint folder where another user can put a link" % (name, value, path.split("/")[1]),
+                "set %s to a folder on shared storage that only root can write at its top, e.g. /shared/ddp." % name))
+    return out
+
+
+def elastic_problem(name, value):
+    """The problem with an elastic node range ``MIN:MAX`` (torchrun's --nnodes), or None; empty means off."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    match = _ELASTIC.match(value) if isinstance(value, str) else None
+    if not match:
+        return _problem(
+            "VALIDATE_ELASTIC_NODES", name, "%s is %r; it must be MIN:MAX node counts (torchrun --nnodes) or empty"
+            % (name, value),
+            "set %s to e.g. \"2:4\" (a job goes on with 2 to 4 nodes), or \"\" for a fixed node count." % name)
+    low, high = int(match.group(1)), int(match.group(2))
+    if low < 1 or low > high:
+        return _problem(
+            "VALIDATE_ELASTIC_NODES", name,
+            "%s is %r: MIN must be at least 1 and at most MAX (torchrun refuses --nnodes=%d:%d)" % (name, value, low, high),
+            "set %s to MIN:MAX with 1 <= MIN <= MAX, e.g. \"%d:%d\"." % (name, min(low, high) or 1, max(low, high)))
+    return None
 
 
 def _nccl_problems(values):
@@ -664,7 +719,7 @@ SLURM_MANAGED_KEYS = (
     "partitionname", "grestypes", "srunportrange", "slurmctldport", "slurmdport", "statesavelocation",
     "slurmdspooldir", "propagateresourcelimitsexcept", "returntoservice", "slurmdtimeout", "healthcheckprogram",
     "healthcheckinterval", "healthchecknodestate", "disablerootjobs", "accountingstoragetype",
-    "accountingstoragehost", "accountingstorageport", "jobacctgathertype",
+    "accountingstoragehost", "accountingstorageport", "jobacctgathertype", "jobrequeue", "authinfo",
 )
 
 # Paths on the controller (any path the controller's user may use); every other path option is on the nodes,
@@ -690,7 +745,8 @@ SYSTEM_FILES = frozenset((
     "/root/.bashrc", "/root/.profile", "/root/.bash_profile",
 ))
 # Path options where empty means "none" (every other path option needs a path).
-EMPTY_PATH_OK = frozenset(("slurm_health_check_program", "ddp_health_history_file"))
+EMPTY_PATH_OK = frozenset(("slurm_health_check_program", "ddp_health_history_file", "ddp_shared_dir", "slurm_shared_dir",
+                           "local_cluster_shared_dir"))
 SYSTEM_DIRS = frozenset(("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc",
                          "/root", "/run", "/sbin", "/srv", "/sys", "/usr", "/usr/bin", "/usr/lib", "/usr/lib64",
                          "/usr/local", "/usr/sbin", "/usr/share", "/var", "/var/lib", "/var/log", "/etc/ssh",
@@ -1292,6 +1348,11 @@ def _node_problems(values, known, hosts=()):
             out.append(_problem(
                 "VALIDATE_CHOICE", name, "%s (not shown) is not %s" % (name, wanted),
                 "set %s to %s, e.g. from `openssl rand -hex 24` kept in Ansible Vault." % (name, wanted)))
+    out.extend(_shared_dir_problems(values))
+    for name in ELASTIC_OPTIONS:
+        found = elastic_problem(name, values.get(name))
+        if found:
+            out.append(found)
     for name, pattern, wanted in SHELL_VALUE_RULES:
         value = values.get(name)
         if isinstance(value, (str, int)) and not isinstance(value, bool) and not re.match(pattern, str(value)):

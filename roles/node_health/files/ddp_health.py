@@ -13,7 +13,8 @@ A check that hangs past it is a fault of the node (FAIL); a bug of this program 
 
     ddp-health                   # one line: verdict, node, time, the codes; exit 0 / 1 / 2
     ddp-health --json            # the verdict, every problem with its fix, as JSON
-    ddp-health --slurm           # also drain this node in Slurm on FAIL, resume it once it passes again
+    ddp-health --slurm           # also drain this node in Slurm on FAIL (and requeue the jobs running on it),
+                                 # resume it once it passes again
     ddp-health --diagnose FILE   # read a command's or a log's text instead (kind detected, or --kind): scontrol
                                  # show node, sinfo (-R, -N -l), slurmctld/slurmd logs, a training log, nccl-tests,
                                  # NCCL INFO lines, ibstat/ibstatus/ibv_devinfo/rdma link, lspci -vv, dmesg,
@@ -40,7 +41,7 @@ import time
 import traceback
 
 from ansible_collections.ddp.cluster.plugins.module_utils import health_io, metrics, node_check, text_diagnosis
-from ansible_collections.ddp.cluster.plugins.module_utils.slurm import SlurmParseError, parse_sinfo_nodes
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm import SlurmParseError, parse_job_ids, parse_sinfo_nodes
 
 PROG = "ddp-health"
 DEFAULT_CONFIG = "/etc/ddp/health.json"
@@ -56,8 +57,8 @@ def parse_args(argv):
                         help="seconds for all checks (default: deadline_s of the settings, 50)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--slurm", action="store_true",
-                        help="drain this node on FAIL (reason <prefix><CODES>), resume it when it passes and the "
-                             "drain was ddp-health's own")
+                        help="drain this node on FAIL (reason <prefix><CODES>) and requeue the jobs running on it, "
+                             "resume it when it passes and the drain was ddp-health's own")
     parser.add_argument("--diagnose", action="append", default=[], metavar="FILE",
                         help="diagnose this file's text instead of checking the node (repeatable; - for stdin): "
                              "what it is is detected, or given with --kind")
@@ -136,8 +137,37 @@ def act_in_slurm(runner, node, verdict, prefix):
     rc, out, err = runner.run_command(argv)
     if rc == 0:
         drained = plan["reason"] if plan["action"] == "drain" else ""
-    return dict(plan, done=rc == 0, drained=drained, why=plan["why"] if rc == 0 else
+    done = dict(plan, done=rc == 0, drained=drained, why=plan["why"] if rc == 0 else
                 "%s; scontrol failed (rc %d): %s" % (plan["why"], rc, (err or out).strip()))
+    if plan["action"] == "drain" and rc == 0:
+        done["requeued"], done["not_requeued"] = requeue_jobs_on(runner, node, scontrol)
+    return done
+
+
+def requeue_jobs_on(runner, node, scontrol):
+    """Requeue the jobs running on ``node`` (just drained): ``([job ids requeued], [what failed])``.
+
+    A drain leaves running jobs where they are; a requeued job starts again on healthy nodes (from its checkpoint,
+    with ddp-torchrun.sbatch and ddp_train.py). A job submitted with --no-requeue is refused by Slurm and named.
+    """
+    squeue = runner.get_bin_path("squeue")
+    if not squeue:
+        return [], ["squeue not installed"]
+    rc, out, err = runner.run_command([squeue, "-h", "-t", "RUNNING", "-w", node, "-o", "%A"])
+    if rc != 0:
+        return [], ["squeue failed (rc %d): %s" % (rc, (err or out).strip())]
+    try:
+        jobs = parse_job_ids(out)
+    except SlurmParseError as exc:
+        return [], [str(exc)]
+    requeued, failed = [], []
+    for job in jobs:
+        rc, out, err = runner.run_command([scontrol, "requeue", str(job)])
+        if rc == 0:
+            requeued.append(job)
+        else:
+            failed.append("job %d: %s" % (job, (err or out).strip() or "scontrol requeue rc %d" % rc))
+    return requeued, failed
 
 
 def write_textfile(directory, name, text):
@@ -213,6 +243,10 @@ def render(report):
         slurm = report["slurm"]
         lines.append("  slurm: %s%s (%s)" % (slurm["action"], "" if slurm.get("done") or slurm["action"] == "none"
                                              else " not done", slurm["why"]))
+        if slurm.get("requeued") or slurm.get("not_requeued"):
+            lines.append("  slurm: requeued the jobs running here: %s%s" % (
+                ", ".join(str(j) for j in slurm.get("requeued", [])) or "none",
+                "; not requeued: " + "; ".join(slurm["not_requeued"]) if slurm.get("not_requeued") else ""))
     return "\n".join(lines)
 
 

@@ -61,19 +61,28 @@ def test_bad_settings_are_unknown_exit_2(tmp_path, settings, text):
 
 
 class SlurmRunner(object):
-    """The real CommandRunner for the checks; sinfo/scontrol answered from a recorded sinfo output."""
+    """The real CommandRunner for the checks; sinfo, squeue and scontrol answered as Slurm 22.05 does: a recorded
+    sinfo output, two jobs running on the node, of which 4243 was submitted with --no-requeue."""
+
+    SLURM = ("/usr/bin/sinfo", "/usr/bin/scontrol", "/usr/bin/squeue")
 
     def __init__(self, deadline_s, sinfo):
         self.real = ddp_health.health_io.CommandRunner(deadline_s)
         self.sinfo, self.calls = sinfo, []
 
     def get_bin_path(self, name, required=False, opt_dirs=None):
-        return "/usr/bin/" + name if name in ("sinfo", "scontrol") else self.real.get_bin_path(name)
+        return "/usr/bin/" + name if "/usr/bin/" + name in self.SLURM else self.real.get_bin_path(name)
 
     def run_command(self, args, environ_update=None, **kwargs):
-        if args[0] in ("/usr/bin/sinfo", "/usr/bin/scontrol"):
+        if args[0] in self.SLURM:
             self.calls.append(list(args))
-            return (0, self.sinfo, "") if args[0].endswith("sinfo") else (0, "", "")
+            if args[0].endswith("sinfo"):
+                return 0, self.sinfo, ""
+            if args[0].endswith("squeue"):
+                return 0, "4242\n4243\n", ""
+            if args[1:] == ["requeue", "4243"]:
+                return 1, "", "Requested operation is presently disabled for job 4243\n"
+            return 0, "", ""
         return self.real.run_command(args, environ_update=environ_update)
 
 
@@ -98,10 +107,18 @@ def test_slurm_mode(tmp_path, capsys, ifname, sinfo, exit_code, scontrol):
     assert len(runners) == 2 and runners[0].real.remaining() < 45.01 and 45.01 < runners[1].real.remaining() <= 50
     calls = runners[0].calls + runners[1].calls
     assert calls[0] == ["/usr/bin/sinfo", "-h", "-N", "-n", "ddp-node1", "-o", "%N|%T|%E"]
-    assert calls[1:] == ([scontrol] if scontrol else [])
+    assert calls[1:2] == ([scontrol] if scontrol else [])
     out = capsys.readouterr().out
     action = "none" if scontrol is None else scontrol[3].split("=")[1].lower()
     assert "\n  slurm: %s (" % action in out, out
+    if action == "drain":
+        # The jobs running on the node drained are requeued (a drain alone leaves them there).
+        assert calls[2:] == [["/usr/bin/squeue", "-h", "-t", "RUNNING", "-w", "ddp-node1", "-o", "%A"],
+                             ["/usr/bin/scontrol", "requeue", "4242"], ["/usr/bin/scontrol", "requeue", "4243"]]
+        assert "\n  slurm: requeued the jobs running here: 4242; not requeued: job 4243: Requested operation is " \
+            "presently disabled for job 4243" in out, out
+    else:
+        assert len(calls) == 1 + bool(scontrol) and "requeued" not in out
 
 
 def _imports(path):
@@ -178,6 +195,8 @@ def test_diagnose_of_a_healthy_output_and_of_stdin(tmp_path, capsys):
     assert report["verdict"] == "FAIL" and report["errors"] == ["SLURM_NODE_NOT_RESPONDING"]
     bad = ddp_health.parse_args(["--diagnose", ibstat, "--context", "[1]"])
     assert ddp_health.diagnose_files(bad, "n1", 0.0, lambda: 0.0)["verdict"] == "UNKNOWN"
+
+
 def _prom(path):
     """{(name, frozenset of label pairs): value} of an exposition file (the lines that are not comments)."""
     out = {}

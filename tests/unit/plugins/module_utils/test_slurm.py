@@ -250,3 +250,16 @@ def test_failed_job_names_the_node_whose_slurmd_stopped():
 def test_failed_job_without_a_node_to_blame():
     states = slurm.parse_sinfo_nodes("ddp-node1|idle|none\nddp-node2|idle|none\n")
     assert slurm.job_failure_nodes(["ddp-node1", "ddp-node2"], states, "Traceback ...\nValueError: x") == []
+
+
+# ------------------------------------------------------------------ jobs on a drained node
+
+def test_job_ids_of_the_jobs_running_on_a_node():
+    assert slurm.parse_job_ids(fixture("squeue_h_A_running-on-node.txt")) == [4, 5]
+    assert slurm.parse_job_ids("") == [] and slurm.parse_job_ids("12\n\n7\n12\n") == [7, 12]
+
+
+@pytest.mark.parametrize("text", ["JOBID\n4\n", "4 ddp-el2\n", "4_1\n"])
+def test_job_ids_refuse_other_formats(text):
+    with pytest.raises(slurm.SlurmParseError, match="squeue -h -o %A"):
+        slurm.parse_job_ids(text)
