@@ -49,15 +49,10 @@ options:
     type: int
 seealso:
   - module: ansible.builtin.find
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 author:
   - ddp.cluster maintainers (@ddp-cluster)
+extends_documentation_fragment:
+  - ddp.cluster.health.read_only
 """
 
 EXAMPLES = r"""

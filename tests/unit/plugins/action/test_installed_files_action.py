@@ -25,7 +25,7 @@ def test_a_missing_folder_is_an_answer_not_a_warning(tmp_path):
     (tmp_path / "bin" / "ddp-health").write_text("#!/bin/sh\n")
     missing = str(tmp_path / "lib" / "ddp-health")
     result = run_find(tmp_path, {"paths": [str(tmp_path), str(tmp_path / "bin"), missing],
-                               "patterns": ["bin", "lib", "ddp-health"], "file_type": "any", "get_checksum": True})
+                                 "patterns": ["bin", "lib", "ddp-health"], "file_type": "any", "get_checksum": True})
     assert any(missing in warning_text(w) for w in result["warnings"])  # what find itself says
     out = quiet_missing(result)
     assert out["not_directories"] == [missing]
