@@ -14,8 +14,9 @@ description:
     Slurm's node registration) makes the default callback print C(FAILED - RETRYING: [host]: task (N retries left))
     for every host at every poll, dozens of lines that read like failures although nothing failed. This callback
     prints instead one line per task each O(interval) seconds of waiting, for example
-    C(waiting 30 s (up to 453 s): run | Wait for the run on every node [ddp-node1]): the time waited so far,
-    the longest the task waits, the task, and the first host still waited on.
+    C(waiting 30 s (polls up to 453 s): run | Wait for the run on every node [ddp-node1]): the wall time since the
+    task's first poll, the time its retries and delay allow for polling, the task, and the host whose poll crossed
+    into the new interval.
   - A task that runs out of retries fails as with the default callback, with its message.
   - With C(-vv) or more every poll is printed as the default callback prints it.
   - >-
@@ -28,7 +29,8 @@ extends_documentation_fragment:
   - ansible.builtin.result_format_callback
 options:
   interval:
-    description: Seconds of waiting between two progress lines of one task (one line at the first poll).
+    description: Seconds of waiting between two progress lines of one task (a line at the first poll, then one for each
+      interval in which the task still polls).
     type: int
     default: 15
     ini:
@@ -38,24 +40,15 @@ options:
       - name: DDP_PROGRESS_INTERVAL
 """
 
+import time
+
 from ansible import constants as C
 from ansible.plugins.callback.default import CallbackModule as Default
 
 
-def progress_line(attempts, delay, retries, interval):
-    """Whether the poll ``attempts`` (1-based) of a task polling every ``delay`` s crosses into a new ``interval``.
-
-    :returns: ``(bucket, waited_s, limit_s)`` when it does (bucket 0 for the first poll), else None.
-    """
-    delay = max(float(delay or 0), 0.0)
-    waited = attempts * delay
-    limit = (retries or 0) * delay
-    if attempts <= 1:
-        return 0, waited, limit
-    if delay <= 0 or interval <= 0:
-        return None
-    before, now = int((attempts - 1) * delay // interval), int(waited // interval)
-    return (now, waited, limit) if now > before else None
+def progress_bucket(waited, interval):
+    """The ``interval``-long stretch of waiting that ``waited`` seconds fall in (0: the first ``interval`` s)."""
+    return int(waited // interval) if interval > 0 else 0
 
 
 class CallbackModule(Default):
@@ -66,6 +59,8 @@ class CallbackModule(Default):
     def __init__(self):
         super(CallbackModule, self).__init__()
         self._progress_shown = set()
+        self._progress_start = {}
+        self._clock = time.monotonic
 
     def v2_runner_retry(self, result):
         if self._display.verbosity >= 2:
@@ -73,16 +68,18 @@ class CallbackModule(Default):
         data = getattr(result, "result", None)
         data = data if isinstance(data, dict) else result._result
         task = getattr(result, "task", None) or result._task
-        line = progress_line(int(data.get("attempts", 1)), getattr(task, "delay", 0), int(data.get("retries", 0)),
-                             int(self.get_option("interval")))
-        if line is None:
-            return None
-        bucket, waited, limit = line
-        key = (task._uuid, bucket)
+        delay = max(float(getattr(task, "delay", 0) or 0), 0.0)
+        # Wall time since the task's first poll (plus the delay before it): polls of a loaded controller or node
+        # take longer than the delay, so attempts x delay would understate it.
+        now = self._clock()
+        started = self._progress_start.setdefault(task._uuid, now - delay)
+        waited = now - started
+        key = (task._uuid, progress_bucket(waited, int(self.get_option("interval"))))
         if key in self._progress_shown:
             return None
         self._progress_shown.add(key)
+        limit = int(data.get("retries", 0) or 0) * delay
         name = getattr(result, "task_name", None) or task.get_name()
-        self._display.display("waiting %d s (up to %d s): %s [%s]" % (waited, limit, name, self.host_label(result)),
-                              color=C.COLOR_DEBUG)
+        self._display.display("waiting %d s (polls up to %d s): %s [%s]"
+                              % (waited, limit, name, self.host_label(result)), color=C.COLOR_DEBUG)
         return None
