@@ -36,11 +36,14 @@ $(VENV)/.stamp: requirements.txt requirements-docs.txt
 	$(PY) -m pip install -q -r requirements.txt -r requirements-docs.txt
 	touch $@
 
+# playbooks/local_cluster.yml runs on the controller alone (the implicit localhost): until it has made the nodes,
+# inventory/local, which lists them, is empty by design, and ansible-playbook would warn "provided hosts list is
+# empty" on every first run.
 cluster: venv
-	$(BIN)/ansible-playbook playbooks/local_cluster.yml -e local_cluster_nodes=$(NODES)
+	ANSIBLE_LOCALHOST_WARNING=False $(BIN)/ansible-playbook playbooks/local_cluster.yml -e local_cluster_nodes=$(NODES)
 
 cluster-down: venv
-	$(BIN)/ansible-playbook playbooks/local_cluster.yml -e local_cluster_state=absent
+	ANSIBLE_LOCALHOST_WARNING=False $(BIN)/ansible-playbook playbooks/local_cluster.yml -e local_cluster_state=absent
 
 site: venv
 	$(BIN)/ansible-playbook site.yml

@@ -543,8 +543,32 @@ def _pct(value):
     return "" if value is None else "%.1f%%" % (100.0 * value)
 
 
+def same_run_notes(rows):
+    """One line per run that fills more than one row of the table (the same ``run_id``).
+
+    On nodes with one process each, "1 process" and "1 node" have the same shape: :func:`build_matrix` makes
+    one run and :func:`matrix_rows` gives it a row per scope, so that the table keeps its usual rows.
+
+    :returns: e.g. ``["1 process and 1 node are one run (Slurm job 12): the same figures, shown once per scope."]``.
+    """
+    runs = {}
+    for row in rows:
+        if row.get("run_id"):
+            runs.setdefault(row["run_id"], []).append(row)
+    out = []
+    for run_id, same in runs.items():
+        if len(same) < 2:
+            continue
+        names = [str(r["run"]) for r in same]
+        job = same[0].get("slurm_job_id")
+        out.append("%s and %s are one run (%s): the same figures, shown once per scope."
+                   % (", ".join(names[:-1]), names[-1], "Slurm job %s" % job if job else "run id %s" % run_id))
+    return out
+
+
 def render_matrix_table(rows):
-    """The scaling table of a matrix report as a Markdown pipe table (one line per run).
+    """The scaling table of a matrix report as a Markdown pipe table (one line per run), then
+    :func:`same_run_notes` (after a blank line) when rows share a run.
 
     A "Slurm job" column is added when any run was a Slurm job: the job id, and where Slurm's accounting has the job
     (sacct), its state and elapsed time ("Slurm job (sacct)").
@@ -565,7 +589,8 @@ def render_matrix_table(rows):
             "" if row["speedup"] is None else "%.2fx" % row["speedup"], _pct(row["efficiency"]),
             str(row["transport"] or ""),
         ) + ((_slurm_cell(row),) if jobs else ()))
-    return _md_table(headers, right, cells)
+    notes = same_run_notes(rows)
+    return _md_table(headers, right, cells) + ("\n" + "\n".join(notes) + "\n" if notes else "")
 
 
 def compare_rows(current, previous, threshold=0.10):

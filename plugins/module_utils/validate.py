@@ -1306,6 +1306,25 @@ def _mask(problems, secrets):
     return out
 
 
+# A misspelt variable is named back only when the spelling is that close (one or two letters); an unknown name
+# about NCCL is sent where the argument specs document NCCL settings, not to the nearest spelling (ddp_nccl_env
+# is closest to ddp_nccl_socket_ifname, one interface name, not a place for NCCL variables).
+_TYPO_RATIO = 0.9
+NCCL_SETTINGS_FIX = ("NCCL settings go in rdma_nccl_overrides (NAME: value, every variable the NCCL user guide "
+                     "documents, written to /etc/nccl.conf) or the rdma role's rdma_nccl_* variables; PyTorch's "
+                     "ProcessGroupNCCL settings in rdma_torch_nccl_env")
+
+
+def _unknown_fix(name, guess):
+    """The fix of VALIDATE_UNKNOWN_VAR: the close spelling, or for an NCCL name the documented place."""
+    typo = guess is not None and difflib.SequenceMatcher(None, name, guess).ratio() >= _TYPO_RATIO
+    if "nccl" in name.lower() and not typo:
+        return NCCL_SETTINGS_FIX + (" (the closest name is %s)." % guess if guess else ".")
+    if guess:
+        return "did you mean %s? Rename it." % guess
+    return "remove it, or check its spelling in the roles' READMEs."
+
+
 def _node_problems(values, known, hosts=()):
     out = []
     for name in sorted(values):
@@ -1317,8 +1336,7 @@ def _node_problems(values, known, hosts=()):
             out.append(_problem(
                 "VALIDATE_UNKNOWN_VAR", name,
                 "no role or playbook of ddp.cluster reads %s; it would be silently ignored" % name,
-                ("did you mean %s? Rename it." % guess) if guess
-                else "remove it, or check its spelling in the roles' READMEs."))
+                _unknown_fix(name, guess)))
             continue
         out.extend(option_problems(name, value, known[name] or {}))
     out.extend(_user_class_problems(values))

@@ -402,6 +402,20 @@ def test_slurm_column_takes_state_and_elapsed_time_from_sacct():
     assert report["csv"].splitlines()[-1].endswith(",42,COMPLETED,00:00:31,ddp-node[1-3]")
 
 
+def test_the_table_says_when_two_rows_are_one_run():
+    # CPU nodes: "1 process" and "1 node" are one Slurm job, two rows; the GPU shape has no such pair.
+    runs = _runs((["1 process", "1 node"], None, 1, 1, 839.2), (["all nodes"], None, 3, 3, 1104.1))
+    for index, item in enumerate(runs):
+        item["result"]["scheduler"] = {"name": "slurm", "job_id": str(41 + index)}
+    table = build_report(runs, "m", "0.2.0", launcher="slurm")["table"]
+    assert table.splitlines()[-1] == "1 process and 1 node are one run (Slurm job 41): the same figures, shown once per scope."
+    assert table.splitlines()[-2] == "" and table.count("one run") == 1
+    torchrun = build_report(_runs((["1 process", "1 node"], None, 1, 1, 839.2)), "m", "0.2.0")
+    assert "1 process and 1 node are one run (run id r0)" in torchrun["markdown"]
+    gpu = build_report(_runs((["1 process"], None, 1, 1, 800.0), (["1 node"], None, 4, 1, 3000.0)), "m", "0.2.0")
+    assert "one run" not in gpu["table"] and gpu["table"].splitlines()[-1].startswith("| 1 node ")
+
+
 def test_runs_without_slurm_have_no_job_column():
     report = build_report(_runs((["all nodes"], None, 3, 3, 1104.1)), "m", "0.2.0")
     assert "Slurm job" not in report["table"] and "Slurm job" not in report["markdown"]

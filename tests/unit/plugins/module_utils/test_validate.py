@@ -264,6 +264,26 @@ BAD = [
 ]
 
 
+@pytest.mark.parametrize("name, fix", [
+    # NCCL settings: the fix names the variable the rdma argument spec documents for them, not the nearest spelling
+    # (ddp_nccl_env was sent to ddp_nccl_socket_ifname, rdma_nccl_env to rdma_torch_nccl_env).
+    ("ddp_nccl_env", "NCCL settings go in rdma_nccl_overrides"),
+    ("rdma_nccl_env", "NCCL settings go in rdma_nccl_overrides"),
+    ("ddp_nccl_overrides", "NCCL settings go in rdma_nccl_overrides"),
+    ("ddp_benchmark_nccl_env", "NCCL settings go in rdma_nccl_overrides"),
+    # a misspelling of an NCCL variable (one or two letters) is still named back
+    ("rdma_nccl_override", "did you mean rdma_nccl_overrides? Rename it."),
+    ("rdma_nccl_debg", "did you mean rdma_nccl_debug? Rename it."),
+])
+def test_unknown_nccl_names_point_at_the_documented_variable(name, fix):
+    problems = [p for p in run({name: "x"}) if p["code"] == "VALIDATE_UNKNOWN_VAR"]
+    assert [p["variable"] for p in problems] == [name]
+    assert problems[0]["fix"].startswith(fix), problems[0]["fix"]
+    if fix.startswith("NCCL"):
+        assert "rdma_nccl_overrides" in SPECS["rdma"]["main"]["options"]
+        assert "rdma_torch_nccl_env" in problems[0]["fix"]
+
+
 @pytest.mark.parametrize("values, code, variable, word", BAD, ids=[row[1] + ":" + row[2] for row in BAD])
 def test_bad_value_is_refused(values, code, variable, word):
     problems = run(values)
