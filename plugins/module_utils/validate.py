@@ -620,6 +620,8 @@ def _repo_key_problems(values):
 NCCL_NAMED = (("rdma_nccl_ib_hca", "NCCL_IB_HCA"), ("rdma_nccl_ib_gid_index", "NCCL_IB_GID_INDEX"),
               ("rdma_nccl_ib_sl", "NCCL_IB_SL"), ("rdma_nccl_ib_tc", "NCCL_IB_TC"),
               ("rdma_nccl_socket_ifname", "NCCL_SOCKET_IFNAME"), ("rdma_nccl_debug", "NCCL_DEBUG"))
+
+
 def _shared_dir_problems(values):
     out = []
     for name in SHARED_DIR_OPTIONS:
