@@ -15,7 +15,8 @@ _FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
 
 
 def section_blocks(title, path=README):
-    """``[(language, text)]`` of the fenced code blocks under the ``## <title>`` heading, in order.
+    """``[(language, text)]`` of the fenced code blocks under the ``## <title>`` heading, in order, up to the next
+    heading (``##`` or ``###``: a subsection's blocks are its own).
 
     :raises ValueError: no such section.
     """
@@ -24,8 +25,8 @@ def section_blocks(title, path=README):
     start = text.find("\n## %s\n" % title)
     if start < 0:
         raise ValueError("README has no section '## %s'" % title)
-    end = text.find("\n## ", start + 1)
-    body = text[start:end if end > 0 else len(text)]
+    following = re.compile(r"^#{2,3} ", re.M).search(text, start + 2)
+    body = text[start:following.start() if following else len(text)]
     return [(m.group(1), m.group(2)) for m in _FENCE.finditer(body)]
 
 

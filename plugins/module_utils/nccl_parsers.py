@@ -441,8 +441,12 @@ def net_transport(parsed):
     Evidence in order of strength: the ``via NET/<x>`` channel lines (what was used), then the
     ``Using network <x>`` lines (what was chosen), then the ``NET/<x> : Using`` lines (what was
     initialised). A level that shows more than one network gives None (ambiguous); None also when
-    there is no evidence (a single-node run that used only P2P/SHM has no network transport).
+    there is no evidence (a single-node run that used only P2P/SHM has no network transport), and None for a
+    communicator of one rank (``nranks 1`` on the ``Init COMPLETE`` line): NCCL still prints ``Using network
+    Socket`` there (seen with NCCL 2.28.9 on one H200), but no byte crosses a network.
     """
+    if parsed.get("nranks") == 1:
+        return None
     used = sorted({net_kind(c["kind"]) for c in parsed.get("channels", []) if c["via"].startswith("NET/")})
     if used:
         return used[0] if len(used) == 1 else None

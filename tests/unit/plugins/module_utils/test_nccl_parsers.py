@@ -203,6 +203,16 @@ def test_net_transport_precedence():
     assert net_transport({"channels": [{"kind": "P2P", "via": "P2P/CUMEM"}], "networks": [], "net_plugins": []}) is None
 
 
+def test_a_one_rank_communicator_has_no_network_transport():
+    # One H200, torch's NCCL 2.28.9: NCCL says "Using network Socket" early in the log, but one rank sends nothing.
+    tail = read("nccl-2.28.9_torch-2.11_H200_one-rank_tail.txt")
+    parsed = parse_nccl_debug("h:1:1 [0] NCCL INFO Using network Socket\n" + tail)
+    assert parsed["nranks"] == 1 and parsed["networks"] == ["Socket"]
+    assert parsed["transport"] is None
+    two = parse_nccl_debug("h:1:1 [0] NCCL INFO Using network Socket\n" + tail.replace("nranks 1", "nranks 2"))
+    assert two["nranks"] == 2 and two["transport"] == "Socket"
+
+
 def test_parse_log_line():
     rec = parse_log_line("r11i6n2:486514:486651 [1] include/socket.h:403 NCCL WARN Connect to 10.148.3.247<56821> "
                          "failed : Connection refused")
