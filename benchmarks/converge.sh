@@ -151,3 +151,8 @@ if [ "$first" != "$last" ]; then
   awk -v a="${CTL_CPU[$first]}" -v b="${CTL_CPU[$last]}" -v f="$first" -v l="$last" \
     'BEGIN { printf "controller CPU, no-change(%d) / no-change(%d) = %.2f\n", l, f, b / a }'
 fi
+# What stays behind: the last cluster, left for a look at its nodes (ssh -F .cache/local_cluster/ssh/ddp-local/config
+# ddp-node1) or another run.
+last_n="${!#}"
+echo "converge.sh: left running: the local cluster of $last_n node(s) (containers ddp-node1..ddp-node$last_n, network" \
+     "ddp-local); make cluster-down removes it"

@@ -79,6 +79,32 @@ def test_a_changed_key_reconfigures_or_restarts(key, old, new, action):
     assert plan["action"] == action and plan["changed"] == [key], plan
 
 
+@pytest.mark.parametrize("key, new", [
+    ("AccountingStorageType", "accounting_storage/slurmdbd"),
+    ("JobAcctGatherType", "jobacct_gather/cgroup"),
+])
+def test_a_changed_accounting_key_restarts(key, new):
+    old = [line for line in CONF3.splitlines() if line.startswith(key + "=")][0]
+    plan = slurm.apply_plan(CONF3, CONF3.replace(old, "%s=%s" % (key, new)))
+    assert plan["action"] == "restart" and plan["changed"] == [key], plan
+
+
+def test_turning_on_accounting_and_requeue_restarts():
+    """The keys the accounting and requeue work added to slurm.conf, new to a running cluster's file: a restart."""
+    added = {"AccountingStorageHost": "ddp-dt1", "AccountingStoragePort": "6819", "AuthInfo": "cred_expire=120",
+             "DisableRootJobs": "YES", "JobRequeue": "1"}
+    new = CONF3.replace("AccountingStorageType=accounting_storage/none",
+                        "AccountingStorageType=accounting_storage/slurmdbd\n"
+                        + "\n".join("%s=%s" % item for item in sorted(added.items())))
+    plan = slurm.apply_plan(CONF3, new)
+    assert plan["action"] == "restart", plan
+    assert plan["changed"] == sorted(list(added) + ["AccountingStorageType"])
+    for key, value in added.items():
+        line = "%s=%s" % (key, value)
+        changed = new.replace(line, line + "0")
+        assert slurm.apply_plan(new, changed)["action"] == "restart", key
+
+
 def test_a_new_key_from_extra_config_restarts_and_other_files_restart():
     assert slurm.apply_plan(CONF3, CONF3 + "MaxJobCount=20000\n")["action"] == "restart"
     assert slurm.apply_plan(CONF3, CONF3, other_files_changed=True)["action"] == "restart"
