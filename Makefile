@@ -16,7 +16,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 APT_PACKAGES := podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables git iperf3 shellcheck
 
-.PHONY: demo test prefetch deps venv cluster cluster-down site converge-bench reference-install-bench find-bad-node lint sanity unit controller-torch docs collection-checks changelog-check galaxy-importer cluster-tests controller-tests gpu-stack-test clean
+.PHONY: demo test prefetch deps venv cluster cluster-down site converge-bench reference-install-bench find-bad-node lint sanity unit controller-torch docs collection-checks changelog-check galaxy-importer cluster-tests controller-tests ansible-versions gpu-stack-test clean
 
 demo: venv cluster site
 
@@ -108,6 +108,12 @@ CONTROLLER_TESTS := $(addprefix tests/integration/,test_validate_refusals.py tes
 
 controller-tests: venv
 	DDP_FAIL_ON_SKIP=1 $(PY) -m pytest -q -rs -p no:cacheprovider --durations=5 $(CONTROLLER_TESTS)
+
+# ansible-test sanity and the unit tests on the oldest ansible-core the collection claims and on the newest on
+# PyPI (tests/ansible_versions.txt), each in its own venv made once under ~/.cache/ddp-cluster (the Python each
+# needs: tests/ansible_versions.sh). make test runs it in the background after controller-tests.
+ansible-versions: venv
+	tests/ansible_versions.sh
 
 # The Molecule scenario leaves its two nodes running for the cluster tests, then they are destroyed
 # (destroy checks that no container or network is left), whatever the tests said. The 25 slowest tests are listed.
