@@ -64,7 +64,7 @@ class SlurmRunner(object):
     """The real CommandRunner for the checks; sinfo/scontrol answered from a recorded sinfo output."""
 
     def __init__(self, deadline_s, sinfo):
-        self.real = ddp_health.health_io.CommandRunner(deadline_s)
+        self.real = ddp_health.CommandRunner(deadline_s)
         self.sinfo, self.calls = sinfo, []
 
     def get_bin_path(self, name, required=False, opt_dirs=None):
