@@ -270,3 +270,8 @@ awk -v n="$last" -v c="${CTL_CPU[$last]}" -v m="${MAIN_CPU[$last]}" -v f="$FORKS
     printf " %d nodes %.0f s (%s-bound)%s", M, (t > s ? t : s), (t > s ? "fork" : "main-process"), (i == 1 ? "," : "\n")
   }
 }'
+# What stays behind: the last cluster, left for a look at its nodes (ssh -F .cache/local_cluster/ssh/ddp-local/config
+# ddp-node1) or another run.
+last_n="${!#}"
+echo "converge.sh: left running: the local cluster of $last_n node(s) (containers ddp-node1..ddp-node$last_n, network" \
+     "ddp-local); make cluster-down removes it"

@@ -118,3 +118,7 @@ echo
 echo "inventory: $INVENTORY; tbf rate $RATE; floor $FLOOR_SHARE x healthy busbw"
 printf '%6s %7s %9s %7s %7s  %s\n' nodes rounds healthy_s slow_s cut_s named
 printf '%s\n' "${ROWS[@]}"
+# What stays behind: the last cluster (its tc and route faults removed), for REUSE=1 or a look at its nodes.
+last_n="${!#}"
+echo "find_bad_node.sh: left running: the local cluster of $last_n node(s) (containers ddp-node1..ddp-node$last_n," \
+     "network ddp-local); make cluster-down removes it"

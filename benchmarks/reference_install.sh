@@ -25,7 +25,11 @@ mkdir -p "$OUT"
 export ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
 
 WHEELHOUSE="$(PYTHON="$BIN/python" tools/reference_wheelhouse.sh | tail -1)"
-trap '"$BIN/ansible-playbook" playbooks/local_cluster.yml -e local_cluster_state=absent >"$OUT/cluster-down.log" 2>&1' EXIT
+# Nothing stays behind: the cluster is removed at the end, whatever happened, and the script says so.
+trap 'if "$BIN/ansible-playbook" playbooks/local_cluster.yml -e local_cluster_state=absent >"$OUT/cluster-down.log" 2>&1
+      then echo "reference_install.sh: the local cluster is removed (nothing left running)"
+      else echo "reference_install.sh: the local cluster could not be removed: $OUT/cluster-down.log; make cluster-down" >&2
+      fi' EXIT
 "$BIN/ansible-playbook" playbooks/local_cluster.yml -e local_cluster_state=absent >"$OUT/cluster-down.log" 2>&1
 "$BIN/ansible-playbook" playbooks/local_cluster.yml -e "local_cluster_nodes=$N" >"$OUT/cluster.log" 2>&1
 

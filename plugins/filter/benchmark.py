@@ -65,7 +65,7 @@ def benchmark_option_args(options):
 
 
 def benchmark_report(runs, matrix_id, collection_version, launcher="torchrun", skipped=None, previous=None,
-                     compare_to=None, threshold=0.10, horovod_check=None):
+                     compare_to=None, threshold=0.10, horovod_check=None, accounting=None):
     """Matrix runs with their results -> the report dict (rows, comparison, csv, markdown)."""
     previous_rows = None
     if previous is not None:
@@ -75,7 +75,8 @@ def benchmark_report(runs, matrix_id, collection_version, launcher="torchrun", s
         previous_rows = previous["rows"]
     try:
         return build_report(runs, matrix_id, collection_version, launcher, skipped or [], previous_rows, compare_to,
-                            threshold, parse_horovod_check_build(str(horovod_check)) if horovod_check else None)
+                            threshold, parse_horovod_check_build(str(horovod_check)) if horovod_check else None,
+                            accounting or None)
     except (KeyError, ValueError, TypeError) as exc:
         raise AnsibleFilterError("benchmark_report: %s" % _message(exc))
 

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import slurm
+from ansible_collections.ddp.cluster.plugins.module_utils import slurm, slurm_diag
 
 
 def _wrap(func, *args, **kwargs):
     try:
         return func(*args, **kwargs)
-    except slurm.SlurmParseError as exc:
+    except (slurm.SlurmParseError, slurm_diag.SlurmTextError) as exc:
         raise AnsibleFilterError(str(exc))
 
 
@@ -59,6 +59,33 @@ def slurm_job_failure_nodes(job_nodes, states, job_output=""):
     return slurm.job_failure_nodes(list(job_nodes or []), states or {}, job_output or "")
 
 
+def slurm_node_problems(states, nodes=None, gpus=None):
+    """SLURM_* problems from Slurm's node states: raw text of `scontrol show node`, any `sinfo` table (default, -N,
+    -l, -R) or the `%N|%T|%E` form, or the dict of slurm_node_states."""
+    if isinstance(states, dict):
+        parsed = states
+    else:
+        parsed = _wrap(slurm_diag.parse_node_states, states or "")
+    return slurm_diag.node_problems(parsed, list(nodes) if nodes is not None else None, gpus or None)
+
+
+def slurm_log_problems(log_text, clock_offsets=None, max_offset_s=None):
+    """SLURM_* problems from slurmctld/slurmd log lines (munge key vs clock, low memory, gres, registration ...)."""
+    return slurm_diag.log_problems(slurm_diag.parse_slurm_log(log_text or ""), clock_offsets or None, max_offset_s)
+
+
+def slurm_clock_problems(tracking_texts, max_offset_s=None):
+    """SLURM_MUNGE_CLOCK_SKEW / SLURM_CLOCK_UNSYNCED from each node's `chronyc tracking` ({node: text}; '' = none)."""
+    tracking = dict((node, slurm_diag.parse_chronyc_tracking(text)) for node, text in (tracking_texts or {}).items()
+                    if text)
+    return slurm_diag.clock_problems(tracking, max_offset_s)
+
+
+def slurm_job_ids(squeue_text):
+    """[job id] from `squeue -h -o %A` (the jobs on the nodes the health stage drains, to requeue)."""
+    return _wrap(slurm.parse_job_ids, squeue_text)
+
+
 class FilterModule(object):
     """ddp.cluster slurm filters."""
 
@@ -71,4 +98,8 @@ class FilterModule(object):
             "slurm_drain_plan": slurm_drain_plan,
             "slurm_account_problems": slurm_account_problems,
             "slurm_job_failure_nodes": slurm_job_failure_nodes,
+            "slurm_node_problems": slurm_node_problems,
+            "slurm_log_problems": slurm_log_problems,
+            "slurm_clock_problems": slurm_clock_problems,
+            "slurm_job_ids": slurm_job_ids,
         }

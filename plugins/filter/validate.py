@@ -16,7 +16,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddp.cluster.plugins.filter.compat import _plain, compat_resolve
-from ansible_collections.ddp.cluster.plugins.module_utils.validate import PREFIXES, validate
+from ansible_collections.ddp.cluster.plugins.module_utils.validate import PREFIXES, validate, values_problems
 
 ROLES_DIR = os.path.join(os.path.dirname(__file__), '..', '..', 'roles')
 
@@ -40,28 +40,37 @@ def role_specs(roles_dir=ROLES_DIR):
 
 
 def _node_values(host_vars):
-    """Our prefixed variables and ansible_host, templated; a value that cannot be templated on the
-    controller (it needs facts) is left out: its role checks it on the node."""
+    """Our prefixed variables and ansible_host, templated, and {name: error} of those whose Jinja cannot be
+    rendered on the controller (module_utils/validate.py template_problem tells a missing node fact or role
+    default, left to the node, from a broken expression, refused)."""
     values = {}
+    errors = {}
     for name in list(host_vars.keys()):
         name = str(name)
         if not (name.startswith(PREFIXES) or name == 'ansible_host'):
             continue
         try:
+            # ansible-core < 2.19 raises here
             value = host_vars[name]
-        except Exception:  # pylint: disable=broad-except
+        except Exception as exc:  # pylint: disable=broad-except
+            errors[name] = str(exc)
             continue
-        if type(value).__name__.endswith('Undefined') or 'Marker' in type(value).__name__:
+        kind = type(value).__name__
+        if kind.endswith('Undefined') or 'Marker' in kind:
+            # ansible-core >= 2.19 returns a marker instead of raising
+            errors[name] = '%s: %s' % (kind, getattr(value, '_undefined_message', '') or '')
             continue
         values[name] = _plain(value)
-    return values
+    return values, errors
 
 
 def validate_problems(hostvars, nodes, head_hosts=None, nodes_group='ddp_nodes', head_group='ddp_head'):
     """hostvars, node names -> list of {code, variable, message, fix} (module_utils/validate.py)."""
     nodes = [str(n) for n in (nodes or [])]
+    read = dict((n, _node_values(hostvars[n])) for n in nodes)
     cfg = {
-        'nodes': dict((n, _node_values(hostvars[n])) for n in nodes),
+        'nodes': dict((n, read[n][0]) for n in nodes),
+        'unrendered': dict((n, read[n][1]) for n in nodes),
         'head_hosts': [str(h) for h in (head_hosts or [])],
         'nodes_group': str(nodes_group),
         'head_group': str(head_group),
@@ -84,8 +93,16 @@ def _stack_problems(values):
     return list(compat_resolve(spec).get('problems') or [])
 
 
+def validate_values(values, nodes=None):
+    """{variable: value} a role resolved -> the validate stage's problems for them (module_utils/validate.py), so a
+    role used without the validate stage refuses what the stage would, with the same rules."""
+    if not isinstance(values, dict):
+        raise AnsibleFilterError('validate_values: expected a dict of variables, got %s' % type(values).__name__)
+    return values_problems(_plain(values), role_specs(), [str(n) for n in (nodes or [])])
+
+
 class FilterModule(object):
     """ddp.cluster validate filter."""
 
     def filters(self):
-        return {'validate_problems': validate_problems}
+        return {'validate_problems': validate_problems, 'validate_values': validate_values}

@@ -195,7 +195,7 @@ VARIANT_OPTIONS = (
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 
 
-def _variant_problems(variants):
+def variant_problems(variants):
     """Problems (strings) with the variants list; [] when it is usable."""
     if not isinstance(variants, (list, tuple)):
         return ["ddp_benchmark_variants must be a list of {name, environment, options, scope}, got %s"
@@ -271,7 +271,7 @@ def build_matrix(hosts, head, nproc_per_node, scopes=SCOPES, variants=(), on_gpu
     bad = [s for s in scopes if s not in SCOPES]
     if bad or not scopes:
         raise ValueError("ddp_benchmark_scopes must be a non-empty list of %s, got %r" % (", ".join(SCOPES), scopes))
-    problems = _variant_problems(list(variants))
+    problems = variant_problems(list(variants))
     launchers = list(launchers)
     if not launchers or any(name not in LAUNCHERS for name in launchers) or len(set(launchers)) != len(launchers):
         problems.append("launchers must be distinct names of %s, got %r" % (", ".join(LAUNCHERS), launchers))
@@ -383,7 +383,7 @@ CSV_COLUMNS = (
     "compile", "data", "batch_size_per_process", "global_batch_size", "lr", "lr_scaling", "global_images_per_s",
     "images_per_s_per_process", "speedup", "efficiency", "loader_images_per_s_per_process", "loader_headroom",
     "input_bound", "transport", "gdr", "torch", "cuda", "cudnn", "nccl",
-    "started_at", "finished_at", "slurm_job_id",
+    "started_at", "finished_at", "slurm_job_id", "slurm_state", "slurm_elapsed", "slurm_nodes",
 )
 
 
@@ -461,12 +461,39 @@ def _matrix_row(name, item, run, result, base, versions, nccl):
         "started_at": result.get("started_at"),
         "finished_at": result.get("finished_at"),
         "slurm_job_id": (result.get("scheduler") or {}).get("job_id") or "",
+        # From the accounting database (sacct), filled by add_accounting; empty without it.
+        "slurm_state": "",
+        "slurm_elapsed": "",
+        "slurm_nodes": "",
         "scheduler": result.get("scheduler") or {},
         "hosts": result.get("hosts", {}),
         "env": result.get("env", {}),
         "nccl_provenance": nccl,
         "baseline": "one_process" in run.get("scopes", []) and not run.get("variant"),
     }
+
+
+def add_accounting(rows, jobs):
+    """Fill each Slurm row's ``slurm_state``, ``slurm_elapsed`` and ``slurm_nodes`` from sacct's record of its job.
+
+    :param jobs: ``{job id: {state, elapsed, nodes, ...}}`` as module_utils/slurm_accounting.py parse_sacct reads
+        ``sacct -X -n -P -o JobID,JobName,State,Elapsed,NodeList,ExitCode``; a job sacct does not list keeps empty
+        fields (no accounting storage, or the record not written yet).
+    :returns: ``rows`` (changed in place).
+    """
+    for row in rows:
+        job = (jobs or {}).get(str(row.get("slurm_job_id") or ""))
+        if job:
+            row["slurm_state"], row["slurm_elapsed"], row["slurm_nodes"] = job["state"], job["elapsed"], job["nodes"]
+    return rows
+
+
+def _slurm_cell(row):
+    """The table's Slurm column: the job id, with sacct's state and elapsed time where the accounting has them."""
+    cell = str(row.get("slurm_job_id") or "")
+    if cell and row.get("slurm_state"):
+        cell += " %s %s" % (row["slurm_state"], row.get("slurm_elapsed") or "")
+    return cell.strip()
 
 
 def _with_efficiency(rows):
@@ -516,14 +543,40 @@ def _pct(value):
     return "" if value is None else "%.1f%%" % (100.0 * value)
 
 
-def render_matrix_table(rows):
-    """The scaling table of a matrix report as a Markdown pipe table (one line per run).
+def same_run_notes(rows):
+    """One line per run that fills more than one row of the table (the same ``run_id``).
 
-    A "Slurm job" column is added when any run was a Slurm job.
+    On nodes with one process each, "1 process" and "1 node" have the same shape: :func:`build_matrix` makes
+    one run and :func:`matrix_rows` gives it a row per scope, so that the table keeps its usual rows.
+
+    :returns: e.g. ``["1 process and 1 node are one run (Slurm job 12): the same figures, shown once per scope."]``.
+    """
+    runs = {}
+    for row in rows:
+        if row.get("run_id"):
+            runs.setdefault(row["run_id"], []).append(row)
+    out = []
+    for run_id, same in runs.items():
+        if len(same) < 2:
+            continue
+        names = [str(r["run"]) for r in same]
+        job = same[0].get("slurm_job_id")
+        out.append("%s and %s are one run (%s): the same figures, shown once per scope."
+                   % (", ".join(names[:-1]), names[-1], "Slurm job %s" % job if job else "run id %s" % run_id))
+    return out
+
+
+def render_matrix_table(rows):
+    """The scaling table of a matrix report as a Markdown pipe table (one line per run), then
+    :func:`same_run_notes` (after a blank line) when rows share a run.
+
+    A "Slurm job" column is added when any run was a Slurm job: the job id, and where Slurm's accounting has the job
+    (sacct), its state and elapsed time ("Slurm job (sacct)").
     """
     jobs = any(row.get("slurm_job_id") for row in rows)
+    title = "Slurm job (sacct)" if any(row.get("slurm_state") for row in rows) else "Slurm job"
     headers = ("run", "nodes", "processes", "model", "precision", "data", "global images/s",
-               "images/s per GPU/process", "speed-up", "efficiency", "transport") + (("Slurm job",) if jobs else ())
+               "images/s per GPU/process", "speed-up", "efficiency", "transport") + ((title,) if jobs else ())
     right = (False, True, True, False, False, False, True, True, True, True, False) + ((True,) if jobs else ())
     cells = []
     for row in rows:
@@ -535,8 +588,9 @@ def render_matrix_table(rows):
             str(row["data"]), "%.1f" % row["global_images_per_s"], "%.1f" % row["images_per_s_per_process"],
             "" if row["speedup"] is None else "%.2fx" % row["speedup"], _pct(row["efficiency"]),
             str(row["transport"] or ""),
-        ) + ((str(row.get("slurm_job_id") or ""),) if jobs else ()))
-    return _md_table(headers, right, cells)
+        ) + ((_slurm_cell(row),) if jobs else ()))
+    notes = same_run_notes(rows)
+    return _md_table(headers, right, cells) + ("\n" + "\n".join(notes) + "\n" if notes else "")
 
 
 def compare_rows(current, previous, threshold=0.10):
@@ -610,9 +664,11 @@ def _provenance_lines(rows):
                         row["lr"], row["lr_scaling"], row["started_at"], row["finished_at"]))
         if row["scheduler"]:
             sched = row["scheduler"]
-            lines.append("  - %s job %s on %s (%s node(s), partition %s)"
+            lines.append("  - %s job %s on %s (%s node(s), partition %s)%s"
                          % (sched.get("name", "slurm").capitalize(), sched.get("job_id", "?"), sched.get("nodelist", "?"),
-                            sched.get("nodes", "?"), sched.get("partition", "?")))
+                            sched.get("nodes", "?"), sched.get("partition", "?"),
+                            ("; sacct: %s after %s on %s" % (row["slurm_state"], row["slurm_elapsed"], row["slurm_nodes"]))
+                            if row.get("slurm_state") else ""))
         if row["backend"] == "nccl":
             if nccl["captured"]:
                 per_host = "; ".join("%s: %s%s" % (h, v["transport"] or "no network (P2P/SHM only)",
@@ -717,16 +773,17 @@ def render_report(report):
 
 
 def build_report(runs, matrix_id, collection_version, launcher="torchrun", skipped=(), previous_rows=None,
-                 compare_to=None, threshold=0.10, horovod_build=None):
+                 compare_to=None, threshold=0.10, horovod_build=None, accounting=None):
     """The matrix report: rows, comparison (when ``previous_rows`` is given), and its texts.
 
     ``horovod_build``: the head's ``horovodrun --check-build`` as
     :func:`parse_horovod_check_build` reads it, for the provenance (None: no Horovod run).
+    ``accounting``: Slurm's record of the runs' jobs (:func:`add_accounting`), or None.
 
     :returns: ``{schema_version, matrix_id, collection_version, launcher, started_at,
         finished_at, skipped, rows, comparison, compare_to, horovod_build, csv, markdown}``.
     """
-    rows = matrix_rows(runs)
+    rows = add_accounting(matrix_rows(runs), accounting)
     report = {
         "schema_version": 1,
         "matrix_id": str(matrix_id),

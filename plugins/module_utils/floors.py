@@ -30,6 +30,8 @@ Units: rates and speeds in Gb/s (1e9 bit/s) as the kernel reports them; floors i
 """
 from __future__ import annotations
 
+import re
+
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import fraction
 
 RDMA_FRACTION = 0.25
@@ -146,3 +148,52 @@ def busbw_floor(per_node, explicit=None, rdma_fraction=RDMA_FRACTION, tcp_fracti
                   "" if missing else ", below the nominal speed of the virtual %s link" % nodes[slowest]["ethernet"],
                   sockets))
     return out
+
+
+# nccl-tests on one node of 8 SXM GPUs (NVLink/NVSwitch), at sizes of 1 GiB and more: OCI's active health check
+# floors (oracle-quickstart/oci-hpc healthchecks: A100 185 GB/s, H100/H200 440 GB/s, "Avg bus bandwidth" over 1-10/16
+# GiB); measured 235 GB/s on 8 x A100-SXM4-40GB at 8 GiB (tests/unit/fixtures/nccl). Other shapes get no default.
+SINGLE_NODE_FLOORS = ((r"H100|H200", 440.0), (r"A100", 185.0))
+SINGLE_NODE_MIN_BYTES = 1 << 30
+# Across nodes the quick tier's fraction of line rate is judged from 16 MiB on (as for the torch all-reduce).
+MULTI_NODE_MIN_BYTES = 16 << 20
+
+
+def nccl_tests_floor(parsed, roce=None, explicit=None, rdma_fraction=RDMA_FRACTION):
+    """The default busbw floor of an nccl-tests run, from the hardware it ran on, like the torch mode's.
+
+    :param parsed: ``nccl_parsers.parse_nccl_tests`` output (its ``devices``, ``hosts``, ``results``).
+    :param roce: this node's ``roce_health``-shaped result (``devices`` with ``ports``), for runs across nodes (every
+        node is taken to have the same fabric as this one).
+    :param explicit: the operator's floor in GB/s (wins; 0 turns it off).
+    :returns: ``{"floor_gbps": GB/s or None, "source": "explicit"|"off"|"rdma"|"nvlink"|"unknown", "why": str}``.
+    """
+    if explicit is not None:
+        floor = float(explicit)
+        return {"floor_gbps": floor or None, "source": "explicit" if floor else "off",
+                "why": "min_busbw_gbps=%g" % floor}
+    results = parsed.get("results") or []
+    largest = max((r["bytes"] for r in results), default=0)
+    hosts = parsed.get("hosts") or []
+    devices = parsed.get("devices") or []
+    if len(hosts) > 1:
+        if largest < MULTI_NODE_MIN_BYTES:
+            return {"floor_gbps": None, "source": "unknown",
+                    "why": "the largest size (%d bytes) is below 16 MiB: no default floor" % largest}
+        per_node = max(1, len(devices) // len(hosts))
+        derived = busbw_floor({"node": {"gpus": per_node, "roce": roce}}, None, rdma_fraction=rdma_fraction,
+                              ranks_per_node=per_node)
+        if derived["source"] == "rdma":
+            return {"floor_gbps": derived["floor_gbps"], "source": "rdma",
+                    "why": "%d nodes, %d ranks each: %s" % (len(hosts), per_node, derived["why"])}
+        return {"floor_gbps": None, "source": "unknown",
+                "why": "no active RDMA port on this node to derive a floor from (%s)" % (derived["why"] or "sockets")}
+    names = sorted(set(d.get("name") or "" for d in devices))
+    if len(devices) == 8 and len(names) == 1 and largest >= SINGLE_NODE_MIN_BYTES:
+        for pattern, floor in SINGLE_NODE_FLOORS:
+            if re.search(pattern, names[0]) and re.search(r"SXM|HBM3|H200", names[0]):
+                return {"floor_gbps": floor, "source": "nvlink",
+                        "why": "8 x %s on one node at %d bytes: OCI's floor %g GB/s" % (names[0], largest, floor)}
+    return {"floor_gbps": None, "source": "unknown",
+            "why": "no default floor for %d x %s on one node at %d bytes (8 SXM A100/H100/H200 at >= 1 GiB have one)"
+                   % (len(devices), ", ".join(names) or "unknown GPUs", largest)}

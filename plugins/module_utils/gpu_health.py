@@ -80,7 +80,8 @@ def build_facts(raw):
     (``-q -x`` XML), ``smi_err``, ``nvlink`` (``nvlink --status``), ``topo`` (``topo -m``),
     ``kernel_log`` and ``kernel_log_source``, ``lsmod``, ``lspci_k``, ``lspci_vvv`` (``lspci_missing``: True
     when the PCIe check wanted it and lspci is not installed),
-    ``kernel_release``, ``modinfo_rc`` (``modinfo -k <release> nvidia``), ``dkms``.
+    ``kernel_release``, ``modinfo_rc`` (``modinfo -k <release> nvidia``), ``dkms``, ``nic_rates`` ({NIC PCI
+    address: Gb/s of its fastest active port}, from sysfs: what its PCIe link must carry).
     """
     facts = {
         "pci_gpus": None, "pci_nics": [], "smi": {"found": bool(raw.get("smi_found")), "rc": raw.get("smi_rc"),
@@ -90,7 +91,7 @@ def build_facts(raw):
         "kernel_release": raw.get("kernel_release"), "module_for_kernel": None, "dkms": [],
         "topology": None, "kernel_log_unreadable": "kernel_log" in raw and raw["kernel_log"] is None,
         "pci_ancestors": raw.get("pci_ancestors") or {}, "pcie_links": None, "pcie_links_error": None,
-        "pcie_kernel": None,
+        "pcie_kernel": None, "nic_rates": dict(raw.get("nic_rates") or {}),
     }
     if raw.get("pci_devices") is not None:
         pci = classify_pci(raw["pci_devices"])
@@ -341,10 +342,15 @@ def _gpu_problems(gpu, params, problems, gpu_count=1):
                 "Reseat the GPU or riser, check the slot and cables; `lspci -vv` LnkSta shows the trained link."))
         elif pcie.get("gen_current") is not None and pcie.get("gen_max") is not None \
                 and pcie["gen_current"] < pcie["gen_max"] and not _idle(gpu):
+            # At full width but a lower generation while busy the link carries half (or less) of its bandwidth, as a
+            # narrow link does: the same severity. An idle GPU slows its link down on purpose and is not judged.
             problems.append(problem(
-                "GPU_PCIE_DEGRADED", "warning", subject,
-                "PCIe Gen%d while busy, the link can do Gen%d" % (pcie["gen_current"], pcie["gen_max"]),
-                "Check BIOS PCIe speed settings and the riser/slot; compare with another node under the same load."))
+                "GPU_PCIE_DEGRADED", "error", subject,
+                "PCIe Gen%d while busy, the link can do Gen%d at the same width: the GPU gets %.0f%% of its host "
+                "bandwidth" % (pcie["gen_current"], pcie["gen_max"],
+                               100.0 * 2 ** (pcie["gen_current"] - pcie["gen_max"])),
+                "Check BIOS PCIe speed settings and the riser/retimer, reseat the GPU; compare with another node under "
+                "the same load (`nvidia-smi -q -d PCIE`)."))
     reasons = [r for r in (gpu.get("clock_event_reasons") or []) if r in THROTTLE_REASONS]
     if reasons:
         problems.append(problem(
@@ -428,6 +434,8 @@ def diagnose(facts, params=None):
             problems.append(problem(
                 "GPU_COUNT_MISMATCH", "error", "node", "0 GPUs found, %d expected" % expected,
                 "Check the inventory's expected GPU count, then the hardware (`lspci -d 10de:`)."))
+        if _param(params, "pcie_check") and facts.get("pci_nics"):
+            _pcie_path_problems(facts, [], problems)  # a CPU node's NICs: their links matter as much
         return problems
 
     nouveau = facts.get("nouveau") or {}
@@ -473,18 +481,25 @@ def diagnose(facts, params=None):
         _xid_problems(facts, gpus, problems)
 
     if _param(params, "pcie_check"):
-        for entry in facts.get("acs") or []:
-            below = entry.get("devices_below")
-            problems.append(problem(
-                "GPU_ACS_REDIRECT", "error", "PCI bridge %s" % (entry["address"] or "?"),
-                "ACS redirects peer-to-peer traffic to the root complex (%s)%s" % (
-                    " ".join("%s%s" % (k, "+" if v else "-") for k, v in entry["acsctl"].items()
-                             if k in ("ReqRedir", "CmpltRedir")),
-                    "; above %s" % ", ".join(below) if below else ""),
-                "Disable ACS on the PCIe switches (BIOS option, or `setpci -s <bridge> ECAP_ACS+0x6.w=0000` at "
-                "boot) so GPU peer-to-peer and GPUDirect RDMA go through the switch; keep it in a VM/IOMMU setup "
-                "that needs isolation."))
+        problems.extend(acs_problems(facts.get("acs")))
         _pcie_path_problems(facts, gpus, problems)
+    return problems
+
+
+def acs_problems(entries):
+    """``GPU_ACS_REDIRECT`` for each :func:`acs_redirects` entry (a bridge that redirects peer-to-peer traffic)."""
+    problems = []
+    for entry in entries or []:
+        below = entry.get("devices_below")
+        problems.append(problem(
+            "GPU_ACS_REDIRECT", "error", "PCI bridge %s" % (entry["address"] or "?"),
+            "ACS redirects peer-to-peer traffic to the root complex (%s)%s" % (
+                " ".join("%s%s" % (k, "+" if v else "-") for k, v in entry["acsctl"].items()
+                         if k in ("ReqRedir", "CmpltRedir")),
+                "; above %s" % ", ".join(below) if below else ""),
+            "Disable ACS on the PCIe switches (BIOS option, or `setpci -s <bridge> ECAP_ACS+0x6.w=0000` at "
+            "boot) so GPU peer-to-peer and GPUDirect RDMA go through the switch; keep it in a VM/IOMMU setup "
+            "that needs isolation."))
     return problems
 
 
@@ -507,6 +522,7 @@ def _pcie_path_problems(facts, gpus, problems):
                 "for them (run as a user who cannot read the PCI configuration space: `Capabilities: <access denied>`)",
                 "Run the check as root (become: true)."))
         busy = [g["bus_id"] for g in gpus if g.get("bus_id") and not _idle(g)]
-        problems.extend(link_problems(targets, ancestors, facts["pcie_links"], busy))
+        problems.extend(link_problems(targets, ancestors, facts["pcie_links"], busy, facts.get("nic_rates")))
     if facts.get("pcie_kernel") is not None:
-        problems.extend(kernel_problems(targets, ancestors, facts["pcie_kernel"], facts.get("pcie_links")))
+        problems.extend(kernel_problems(targets, ancestors, facts["pcie_kernel"], facts.get("pcie_links"),
+                                        facts.get("nic_rates")))

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import pci_ancestors
 from ansible_collections.ddp.cluster.plugins.module_utils.pci import classify_pci
 from ansible_collections.ddp.cluster.plugins.module_utils.rdma_parsers import (
-    default_route_interface, parse_ibv_devinfo, parse_ip_json, parse_sysfs_ib, roce_active_mtu)
+    default_route_interface, parse_ibv_devinfo, parse_ip_json, parse_sysfs_ib, rate_gbps, roce_active_mtu)
 from ansible_collections.ddp.cluster.plugins.module_utils.rdma_tools import parse_mlnx_qos
 from ansible_collections.ddp.cluster.plugins.module_utils.roce_health import choose_fabric_interface
 
@@ -108,8 +109,11 @@ def collect_gpu(runner, params, pci_root=PCI_ROOT, timeout_s=COMMAND_TIMEOUT_S):
     raw["smi_found"] = bool(smi)
     pci = classify_pci(raw["pci_devices"] or [])
     pci_gpus = [d["address"] for d in pci["nvidia_gpus"]]
-    if not smi and raw["pci_devices"] is not None and not pci_gpus:
-        return raw  # NO_GPU: nothing else to read
+    nic_addresses = [d["address"] for d in pci["mellanox_nics"]]
+    if not smi and raw["pci_devices"] is not None and not pci_gpus and not (nic_addresses and params["pcie_check"]):
+        return raw  # NO_GPU and no NIC whose link to check: nothing else to read
+    if nic_addresses and params["pcie_check"]:
+        raw["nic_rates"] = read_nic_rates(os.path.dirname(os.path.dirname(os.path.dirname(pci_root))))
     if smi:
         raw["smi_rc"], raw["smi_out"], raw["smi_err"] = run_timed(runner, [smi, "-q", "-x"], timeout_s)
         if raw["smi_rc"] == 0:
@@ -127,7 +131,7 @@ def collect_gpu(runner, params, pci_root=PCI_ROOT, timeout_s=COMMAND_TIMEOUT_S):
             if dkms:
                 rc, out, _err = run_timed(runner, [dkms, "status"], timeout_s)
                 raw["dkms"] = out if rc == 0 else None
-    if params["check_xid"] or pci_gpus:
+    if params["check_xid"] or pci_gpus or raw.get("nic_rates"):
         raw["kernel_log"], raw["kernel_log_source"] = read_kernel_log(runner, params["xid_since"], timeout_s)
     lsmod = runner.get_bin_path("lsmod")
     if lsmod:
@@ -147,6 +151,35 @@ def collect_gpu(runner, params, pci_root=PCI_ROOT, timeout_s=COMMAND_TIMEOUT_S):
     return raw
 
 
+def read_nic_rates(sysfs_root):
+    """``{PCI address: Gb/s}``: the fastest ACTIVE port of each RDMA device (``/sys/class/infiniband/<dev>/ports/*/
+    {state,rate}``, the device's PCI function from its ``device`` link), else the speed of a NIC netdev that is up
+    (``/sys/class/net/<if>/speed`` in Mb/s). What each NIC's PCIe link has to carry."""
+    rates = {}
+    base = os.path.join(sysfs_root, "class", "infiniband")
+    for dev in _listdir(base):
+        address = os.path.basename(os.path.realpath(os.path.join(base, dev, "device")))
+        for num in _listdir(os.path.join(base, dev, "ports")):
+            pdir = os.path.join(base, dev, "ports", num)
+            if "ACTIVE" not in (read_text(os.path.join(pdir, "state")) or ""):
+                continue
+            rate = rate_gbps(read_text(os.path.join(pdir, "rate")))
+            if rate:
+                rates[address] = max(rates.get(address, 0.0), float(rate))
+    net = os.path.join(sysfs_root, "class", "net")
+    for ifname in _listdir(net):
+        address = os.path.basename(os.path.realpath(os.path.join(net, ifname, "device")))
+        if address in rates or (read_text(os.path.join(net, ifname, "operstate")) or "").strip() != "up":
+            continue
+        try:
+            speed = int((read_text(os.path.join(net, ifname, "speed")) or "").strip())
+        except ValueError:
+            continue
+        if speed > 0 and re.match(r"^[0-9a-f]{4}:", address):
+            rates[address] = max(rates.get(address, 0.0), speed / 1000.0)
+    return rates
+
+
 # ------------------------------------------------------------------ RDMA / RoCE (roce_health)
 
 def _zero_gid(text):
@@ -161,7 +194,7 @@ def read_ib_tree(sysfs_root):
         ports_dir = os.path.join(base, dev, "ports")
         for num in _listdir(ports_dir):
             pdir = os.path.join(ports_dir, num)
-            for name in ("state", "phys_state", "link_layer", "rate"):
+            for name in ("state", "phys_state", "link_layer", "rate", "lid", "sm_lid"):
                 tree[os.path.join(pdir, name)] = read_text(os.path.join(pdir, name))
             for index in _listdir(os.path.join(pdir, "gids")):
                 if not index.isdigit():

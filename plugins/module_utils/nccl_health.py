@@ -17,6 +17,16 @@ NCCL_RUN_FAILED                       error     the test could not run (no torch
                                                 the script refused, nccl-tests exited non-zero)
 NCCL_RENDEZVOUS_FAILED                error     torchrun failed or timed out: a node did not
                                                 join, or ranks could not connect (C03)
+NCCL_TRANSPORT_ERROR                  error     nccl-tests failed on a transfer between nodes (an IB
+                                                completion error, a failed verbs call): the text
+                                                NCCL printed is kept, with the WARN lines
+NCCL_PEER_EXITED                      error     nccl-tests failed because a peer rank exited or closed
+                                                its connection first (the cause is on that rank)
+NCCL_CUDA_ERROR                       error     nccl-tests failed on a CUDA call (GPU, driver, memory)
+NCCL_SETUP_ERROR                      error     nccl-tests failed to set NCCL up on a node (memlock,
+                                                interface or HCA selection, the RDMA stack)
+TORCH_NCCL_WATCHDOG_TIMEOUT and the   error     the torch run broke inside a collective, not at the
+other runtime_failures codes                    rendezvous: runtime_failures.py names it
 NCCL_RESULTS_WRONG                    error     wrong elements (``#wrong``), or nccl-tests
                                                 ``Out of bounds values`` FAILED
 NCCL_BUSBW_LOW                        error     busbw at the largest size < ``min_busbw_gbps``
@@ -40,6 +50,13 @@ import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
 from ansible_collections.ddp.cluster.plugins.module_utils.netprobe import classify_connect
+from ansible_collections.ddp.cluster.plugins.module_utils.runtime_failures import (
+    RUNTIME_CODES,
+    classify_nccl_error,
+    parse_runtime_log,
+    runtime_problems,
+    warn_problems,
+)
 from ansible_collections.ddp.cluster.plugins.module_utils.roce_health import parse_nccl_ifname
 from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import (
     busbw_from_algbw,
@@ -51,6 +68,10 @@ from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import (
 
 PROBLEM_CODES = (
     "NCCL_RUN_FAILED",
+    "NCCL_TRANSPORT_ERROR",
+    "NCCL_PEER_EXITED",
+    "NCCL_CUDA_ERROR",
+    "NCCL_SETUP_ERROR",
     "NCCL_RENDEZVOUS_FAILED",
     "NCCL_RESULTS_WRONG",
     "NCCL_BUSBW_LOW",
@@ -88,31 +109,6 @@ NOT_READ = {
                      "pass timeout=datetime.timedelta(seconds=...) to torch.distributed.init_process_group "
                      "(ddp_benchmark's --init-timeout-s), and remove NCCL_TIMEOUT"),
 }
-
-# Known NCCL WARN texts -> what to do. Sources: NCCL user guide troubleshooting
-# (networking_troubleshooting.rst), NCCL src/bootstrap.cc, shared/cases C03/C04/C06.
-WARN_HINTS = (
-    (r"ibv_create_qp failed|ibv_reg_mr failed",
-     "the locked-memory limit is too low for RDMA: set 'memlock unlimited' (limits.conf / systemd "
-     "LimitMEMLOCK / container --ulimit memlock=-1) and check 'ulimit -l' in the job"),
-    (r"ibv_modify_qp failed",
-     "the RoCE GID index is wrong (link-local or RoCE v1 entry): unset NCCL_IB_GID_INDEX with NCCL >= 2.21, "
-     "else set the index of the RoCE v2 entry with the node's IPv4 address (roce_health reports it)"),
-    (r"No route to host",
-     "a firewall rejects rank-to-rank connections on ephemeral ports (firewalld answers 'No route to host'): "
-     "open the fabric interface between the nodes (firewall role), not only the rendezvous port"),
-    (r"Connection refused",
-     "a peer was not listening: a rank died earlier, or the address is wrong (check NCCL_SOCKET_IFNAME and "
-     "that the hostname does not resolve to loopback)"),
-    (r"Connection timed out|timed out",
-     "packets are dropped on the way (a DROP firewall rule, a wrong route or a wrong interface)"),
-    (r"no socket interface found|No socket interface found",
-     "NCCL_SOCKET_IFNAME matches no interface on this node: fix the name or list"),
-    (r"Failed to initialize any NET plugin",
-     "no network plugin started: check the RDMA stack (rdma-core, mlx5_ib) and NCCL_NET / NCCL_IB_DISABLE"),
-    (r"NET/IB.*(?:error|Error)|completion error|wc_status|vendor err",
-     "an RDMA transfer failed: check the RoCE port (roce_health), PFC/ECN on the switch and the GID index"),
-)
 
 
 def default_script(python_env):
@@ -216,37 +212,6 @@ def check_transport(transport, expected, subject, rdma_devices=None, backend="nc
             "NCCL used NET/Socket although RDMA device(s) %s exist on this node" % ", ".join(rdma_devices),
             "unset NCCL_IB_DISABLE / NCCL_NET=Socket, check NCCL_IB_HCA and that the ports are ACTIVE "
             "(roce_health); set expected_transport: IB to make this an error"))
-    return problems
-
-
-def warn_hint(text):
-    """The fix for a known NCCL WARN text, or a generic one."""
-    for pattern, fix in WARN_HINTS:
-        if re.search(pattern, text):
-            return fix
-    return "see the NCCL troubleshooting guide for this message; rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ALL"
-
-
-def warn_problems(warnings, subject):
-    """One NCCL_WARN warning per distinct WARN text (hosts and locations merged)."""
-    seen = {}
-    for w in warnings:
-        key = re.sub(r"<\d+>", "<port>", w["text"])
-        entry = seen.setdefault(key, {"text": w["text"], "count": 0, "where": []})
-        entry["count"] += 1
-        where = w.get("location") or ""
-        if w.get("host"):
-            where = "%s %s" % (w["host"], where)
-        if where.strip() and where.strip() not in entry["where"]:
-            entry["where"].append(where.strip())
-    problems = []
-    for entry in seen.values():
-        message = "NCCL WARN %s" % entry["text"]
-        if entry["count"] > 1:
-            message += " (%d times)" % entry["count"]
-        if entry["where"]:
-            message += " [%s]" % ", ".join(entry["where"][:3])
-        problems.append(problem("NCCL_WARN", "warning", subject, message, warn_hint(entry["text"])))
     return problems
 
 
@@ -383,13 +348,33 @@ _CONNECT_PATTERNS = (
 )
 
 
+def runtime_breakage(text, subject="run"):
+    """The runtime failures that say the run broke after its ranks had connected: an NCCL watchdog timeout (a hung
+    collective), a Gloo timeout, an NCCL error during the run that is not a refused or unreachable connection at
+    start-up. [] when the text shows none (then a failure is a rendezvous/connect one)."""
+    found = [p for p in runtime_problems(text or "", subject) if p["code"] in RUNTIME_CODES]
+    connect = _connect_verdict(text)["verdict"] in ("firewall_reject", "refused", "unreachable", "unresolved")
+    return [p for p in found if p["code"] in ("TORCH_NCCL_WATCHDOG_TIMEOUT", "GLOO_TIMEOUT")
+            or (p["code"] == "TORCH_NCCL_ASYNC_ERROR" and not connect)]
+
+
 def classify_failure(text, timed_out=False):
     """Classify torchrun / NCCL failure text like a TCP probe (module_utils/netprobe.py).
 
-    :returns: ``{verdict, message}``; verdict ``firewall_reject`` for "No route to host" (how a
-        firewalld reject reads, C03), ``refused``, ``unreachable``, ``unresolved``, ``timeout``, or
-        ``error`` when nothing network-like is in the text.
+    :returns: ``{verdict, message}``; verdict ``collective_hang`` when the run hung inside a collective (an NCCL
+        watchdog or Gloo timeout: the ranks had connected, so not a firewall), ``nccl_error`` for an NCCL error
+        during the run, else ``firewall_reject`` for "No route to host" (how a firewalld reject reads, C03),
+        ``refused``, ``unreachable``, ``unresolved``, ``timeout``, or ``error`` when nothing network-like is in the
+        text.
     """
+    broke = runtime_breakage(text)
+    if broke:
+        verdict = "nccl_error" if broke[0]["code"] == "TORCH_NCCL_ASYNC_ERROR" else "collective_hang"
+        return {"verdict": verdict, "message": broke[0]["message"]}
+    return _connect_verdict(text, timed_out)
+
+
+def _connect_verdict(text, timed_out=False):
     for pattern, kwargs in _CONNECT_PATTERNS:
         if re.search(pattern, text or ""):
             return classify_connect(kwargs.get("err_no"), timed_out=kwargs.get("timed_out", False),
@@ -437,8 +422,21 @@ _FIXES = {
 
 
 def rendezvous_problem(rc, output, subject, endpoint, timed_out=False):
+    """The problem of a failed or timed-out torchrun, with the cause classified.
+
+    A run that broke after the ranks connected (:func:`runtime_breakage`: a hung collective, an NCCL error during
+    the run) is reported with the runtime reader's code (``TORCH_NCCL_WATCHDOG_TIMEOUT``, ``GLOO_TIMEOUT``,
+    ``TORCH_NCCL_ASYNC_ERROR``), not as a rendezvous failure; anything else is ``NCCL_RENDEZVOUS_FAILED``.
+    """
+    broke = runtime_breakage(output, subject)
+    if broke:
+        return broke[0], classify_failure(output, timed_out=timed_out)
+    return _rendezvous_failed(rc, output, subject, endpoint, timed_out)
+
+
+def _rendezvous_failed(rc, output, subject, endpoint, timed_out=False):
     """NCCL_RENDEZVOUS_FAILED for a failed or timed-out torchrun, with the cause classified."""
-    cause = classify_failure(output, timed_out=timed_out)
+    cause = _connect_verdict(output, timed_out=timed_out)
     if timed_out and cause["verdict"] in ("timeout", "error"):
         cause = {"verdict": "timeout",
                  "message": "the run did not finish within the timeout: a node did not join, or the ranks could "
@@ -487,6 +485,17 @@ def diagnose_torch_run(rc, output, data, subject, endpoint, min_busbw_gbps=None,
             problems.append(problem("NCCL_RUN_FAILED", "error", subject, "the all-reduce script refused: %s" % refused,
                                     "fix the cause named (e.g. backend nccl on a node without CUDA)"))
         else:
+            # A run that broke after the ranks connected (a collective that hung, an NCCL error mid-run, a worker that
+            # died) is named by what broke; only the rest is a rendezvous failure.
+            broke = runtime_breakage(output, subject)
+            if broke:
+                runtime = [p for p in runtime_problems(output, subject) if p["code"] in RUNTIME_CODES]
+                problems += runtime
+                problems += warn_problems(log["warnings"], subject)
+                problems += check_nccl_env(env, torch_version, subject=subject)
+                facts["nccl_version"] = log["nccl_version"]
+                facts["transport"] = log["transport"]
+                return problems, facts
             prob, _cause = rendezvous_problem(rc, output, subject, endpoint, timed_out=timed_out)
             torch_err = parse_pytorch_nccl_error(output or "")
             if torch_err["found"]:
@@ -529,6 +538,48 @@ def diagnose_torch_run(rc, output, data, subject, endpoint, min_busbw_gbps=None,
     return problems, facts
 
 
+_CLASS_WORDS = {"transport": "a transport failure (a transfer between nodes failed)",
+                "process": "a peer failure (another rank exited or closed its connection first)",
+                "cuda": "a CUDA failure (a GPU, the driver or GPU memory)",
+                "system": "a set-up failure of NCCL on a node"}
+_FAILURE_CODES = {"transport": "NCCL_TRANSPORT_ERROR", "process": "NCCL_PEER_EXITED", "cuda": "NCCL_CUDA_ERROR",
+                  "system": "NCCL_SETUP_ERROR"}
+
+
+def nccl_tests_failure(output):
+    """What a failed nccl-tests run says, kept and classified.
+
+    The text NCCL returned (``Test NCCL failure common.cu:961 'internal error - please report this issue to the NCCL
+    developers / '``: the part between the quotes, ``ncclGetErrorString`` and NCCL's last error) is kept, not the
+    source-file line; the WARN lines around it decide the class (:func:`runtime_failures.classify_nccl_error`):
+    transport (NCCL_TRANSPORT_ERROR), a peer that exited first (NCCL_PEER_EXITED), CUDA (NCCL_CUDA_ERROR), set-up
+    (NCCL_SETUP_ERROR); anything else is NCCL_RUN_FAILED.
+
+    :returns: ``{"code", "class", "nccl_error": str or None, "evidence": [lines], "message", "fix"}``.
+    """
+    parsed = parse_runtime_log(output)
+    texts = ["%s: %s" % (f["kind"], f["text"]) if f["kind"] == "CUDA" else f["text"]
+             for f in parsed["nccl_tests_failures"] if f["text"]]
+    nccl_error = texts[0] if texts else None
+    cls = classify_nccl_error(output)
+    code = _FAILURE_CODES.get(cls["class"], "NCCL_RUN_FAILED")
+    if nccl_error is None and parsed["async_errors"]:
+        nccl_error = parsed["async_errors"][0]["error"]
+    parts = []
+    if nccl_error:
+        parts.append("NCCL: %s" % nccl_error)
+    if cls["class"] != "unknown":
+        parts.append(_CLASS_WORDS.get(cls["class"], "a %s failure" % cls["class"]))
+    if cls["evidence"]:
+        parts.append("evidence: %s" % " | ".join(cls["evidence"][:3]))
+    if not parts:
+        parts.append(" | ".join(last_error_lines(output, 4)) or "no result table")
+    fix = cls["fix"] if cls["class"] != "unknown" else \
+        "read the failure line; with mpirun check the host list and that the binary exists on every node"
+    return {"code": code, "class": cls["class"], "nccl_error": nccl_error, "evidence": cls["evidence"],
+            "message": "; ".join(parts), "fix": fix}
+
+
 def diagnose_nccl_tests(rc, output, subject, min_busbw_gbps=None, expected_transport=None, rdma_devices=None,
                         env=None, interfaces=None, torch_version=None):
     """Diagnose one nccl-tests run (``all_reduce_perf`` output, NCCL_DEBUG lines mixed in).
@@ -550,10 +601,11 @@ def diagnose_nccl_tests(rc, output, subject, min_busbw_gbps=None, expected_trans
     if interfaces is not None:
         problems += check_socket_ifname(env, interfaces, subject=subject)
     if rc != 0 or parsed["failures"] or not parsed["results"]:
-        why = "; ".join(parsed["failures"][-3:]) or " | ".join(last_error_lines(output, 4)) or "no result table"
+        failure = nccl_tests_failure(output)
+        facts["failure"] = failure
         problems.append(problem(
-            "NCCL_RUN_FAILED", "error", subject, "nccl-tests exited with %s: %s" % (rc, why),
-            "read the failure line; with mpirun check the host list and that the binary exists on every node"))
+            failure["code"], "error", subject, "nccl-tests exited with %s: %s" % (rc, failure["message"]),
+            failure["fix"]))
     if parsed["out_of_bounds_ok"] is False or parsed["wrong_total"]:
         problems.append(problem(
             "NCCL_RESULTS_WRONG", "error", subject,

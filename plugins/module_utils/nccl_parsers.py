@@ -56,7 +56,16 @@ _BOOTSTRAP_RE = re.compile(r"^Bootstrap\s*:\s*Using\s+(?P<ifname>[^:\s]+):(?P<ad
 _NET_USING_RE = re.compile(r"^NET/(?P<plugin>[\w.-]+)\s*:\s*Using\s+(?P<rest>.*)$")
 _NET_NODEV_RE = re.compile(r"^NET/(?P<plugin>[\w.-]+)\s*:\s*No device found")
 _NET_DEV_RE = re.compile(r"\[(?P<index>\d+)\](?P<name>[^\s\[]+)")
-_USING_NETWORK_RE = re.compile(r"^Using network (?P<net>\S+)")
+_USING_NETWORK_RE = re.compile(r"^Using network (?P<net>.+?)\s*$")
+# External net plugins (NCCL src/plugin/net.cc; HPC-X nccl-rdma-sharp-plugins, aws-ofi-nccl): which one loaded, which
+# interface versions it lacked, where it came from, and the internal fallback.
+_PLUGIN_LOADED_RE = re.compile(r"^NET/Plugin\s*:\s*Loaded (?P<what>net|collnet|coll) plugin (?P<name>.+?)"
+                               r"(?:\s+\((?P<version>v\d+)\))?\s*$")
+_PLUGIN_MISSING_SYMBOL_RE = re.compile(r"^NET/Plugin\s*:\s*Failed to find (?P<symbol>nccl\w*Plugin(?:_v(?P<v>\d+))?) "
+                                       r"symbol")
+_PLUGIN_PATH_RE = re.compile(r"^Plugin Path\s*:\s*(?P<path>\S+)")
+_PLUGIN_NONE_RE = re.compile(r"^NET/Plugin\s*:\s*(?:.*No plugin found|Could not find:|Plugin load \(.*\) returned|"
+                             r"dlerror=)")
 _GDR_RE = re.compile(r"GPU Direct RDMA (?P<state>Enabled|Disabled)\b(?P<rest>.*)$")
 _CHANNEL_RE = re.compile(
     r"^Channel (?P<channel>\d+)(?:/\d+)?\s*:\s*(?P<src>\d+)\[[^\]]*\]\s*->\s*(?P<dst>\d+)\[[^\]]*\]"
@@ -266,11 +275,14 @@ def _net_devices(plugin, rest):
     body = rest.split(";")[0]
     for match in _NET_DEV_RE.finditer(body):
         name = match.group("name")
-        dev = {"index": int(match.group("index")), "name": name, "port": None, "link_layer": None, "address": None}
-        ib = re.match(r"^([^:]+):(\d+)/(\w+)$", name)
+        dev = {"index": int(match.group("index")), "name": name, "port": None, "link_layer": None, "address": None,
+               "features": []}
+        # mlx5_0:1/IB, and with an external plugin's suffixes mlx5_0:1/IB/SHARP (HPC-X RDMA/SHARP plugin).
+        ib = re.match(r"^([^:]+):(\d+)/(\w+)((?:/[\w.-]+)*)$", name)
         sock = re.match(r"^([^:]+):([^<]+)(?:<\d+>)?$", name)
         if ib:
-            dev.update(name=ib.group(1), port=int(ib.group(2)), link_layer=ib.group(3))
+            dev.update(name=ib.group(1), port=int(ib.group(2)), link_layer=ib.group(3),
+                       features=[f for f in ib.group(4).split("/") if f])
         elif sock:
             dev.update(name=sock.group(1), address=sock.group(2))
         devices.append(dev)
@@ -293,7 +305,11 @@ def parse_nccl_debug(text):
     :returns: dict with ``nccl_version`` / ``nccl_cuda`` (from ``NCCL version 2.18.3+cuda12.2``),
         ``bootstrap`` (``[{interface, address}]`` from ``Bootstrap : Using eth0:10.0.0.1<0>``),
         ``net`` (one entry per ``NET/<plugin> : Using ...`` line: ``{plugin, devices: [{index,
-        name, port, link_layer, address}], relaxed_ordering, oob}``), ``net_plugins`` (plugins in
+        name, port, link_layer, address, features}], relaxed_ordering, oob}``; ``features`` are an external
+        plugin's suffixes, ``mlx5_0:1/IB/SHARP`` -> ``["SHARP"]``), ``net_plugin`` (``{loaded: "NCCL RDMA Plugin
+        v6", version: "v6", collnet: "SHARP (v6)", path, missing_versions: ["v8"] (interface versions NCCL asked
+        for first and the plugin lacks: a version fallback, not an error), internal: True when NCCL fell back to
+        its internal transports}``), ``net_plugins`` (plugins in
         those lines, in order, unique), ``no_device`` (plugins that said ``No device found``),
         ``networks`` (``Using network X`` values), ``channels`` (``{channel, src, dst, direction,
         via, kind, gdrdma}``), ``channel_transports`` (sorted kinds seen on channel lines: ``IB``,
@@ -306,6 +322,8 @@ def parse_nccl_debug(text):
         "nccl_version": None, "nccl_cuda": None, "bootstrap": [], "net": [], "net_plugins": [], "no_device": [],
         "networks": [], "channels": [], "channel_transports": [], "coll_channels": None, "gdr": None,
         "gdr_lines": [], "warnings": [], "nranks": None, "transport": None,
+        "net_plugin": {"loaded": None, "version": None, "collnet": None, "path": None, "missing_versions": [],
+                       "internal": None},
     }
     gdr_enabled = gdr_disabled = False
     for raw in text.splitlines():
@@ -329,6 +347,28 @@ def parse_nccl_debug(text):
             entry = {"interface": match.group("ifname"), "address": match.group("addr")}
             if entry not in out["bootstrap"]:
                 out["bootstrap"].append(entry)
+            continue
+        plugin = out["net_plugin"]
+        match = _PLUGIN_LOADED_RE.match(msg)
+        if match:
+            if match.group("what") == "net":
+                plugin.update(loaded=match.group("name"), version=match.group("version"), internal=False)
+            else:
+                plugin["collnet"] = match.group("name")
+            continue
+        match = _PLUGIN_MISSING_SYMBOL_RE.match(msg)
+        if match:
+            if match.group("v") and "Coll" not in match.group("symbol") and \
+                    "v" + match.group("v") not in plugin["missing_versions"]:
+                plugin["missing_versions"].append("v" + match.group("v"))
+            continue
+        match = _PLUGIN_PATH_RE.match(msg)
+        if match:
+            plugin["path"] = match.group("path")
+            continue
+        if _PLUGIN_NONE_RE.match(msg):
+            if plugin["loaded"] is None:
+                plugin["internal"] = True
             continue
         match = _NET_USING_RE.match(msg)
         if match:
@@ -380,21 +420,40 @@ def parse_nccl_debug(text):
 _LOCAL_KINDS = ("P2P", "SHM", "NVLS", "CollNet", "COLLNET")
 
 
+def net_kind(name):
+    """NCCL's name for a network -> the transport family: ``IB`` (the internal IB verbs transport, and the RDMA
+    plugins' ``IBext``/``IBext_v8``), ``Socket``, ``OFI`` (aws-ofi-nccl: ``AWS Libfabric``, ``Libfabric``), else the
+    name itself (``SHARP`` collnet, ``FastSocket`` ...)."""
+    text = str(name or "").strip()
+    low = text.lower()
+    if low == "ib" or low.startswith("ibext"):
+        return "IB"
+    if low in ("socket", "socketext") or low.startswith("socket"):
+        return "Socket"
+    if "libfabric" in low or low.startswith("ofi") or low == "aws":
+        return "OFI"
+    return text or None
+
+
 def net_transport(parsed):
     """The network transport a parsed log shows: ``IB``, ``Socket`` (or another plugin name), or None.
 
     Evidence in order of strength: the ``via NET/<x>`` channel lines (what was used), then the
     ``Using network <x>`` lines (what was chosen), then the ``NET/<x> : Using`` lines (what was
     initialised). A level that shows more than one network gives None (ambiguous); None also when
-    there is no evidence (a single-node run that used only P2P/SHM has no network transport).
+    there is no evidence (a single-node run that used only P2P/SHM has no network transport), and None for a
+    communicator of one rank (``nranks 1`` on the ``Init COMPLETE`` line): NCCL still prints ``Using network
+    Socket`` there (seen with NCCL 2.28.9 on one H200), but no byte crosses a network.
     """
-    used = sorted({c["kind"] for c in parsed.get("channels", []) if c["via"].startswith("NET/")})
+    if parsed.get("nranks") == 1:
+        return None
+    used = sorted({net_kind(c["kind"]) for c in parsed.get("channels", []) if c["via"].startswith("NET/")})
     if used:
         return used[0] if len(used) == 1 else None
-    chosen = sorted(set(parsed.get("networks", [])))
+    chosen = sorted(set(net_kind(n) for n in parsed.get("networks", [])))
     if chosen:
         return chosen[0] if len(chosen) == 1 else None
-    inited = sorted(set(parsed.get("net_plugins", [])))
+    inited = sorted(set(net_kind(n) for n in parsed.get("net_plugins", [])))
     if len(inited) == 1:
         return inited[0]
     return None

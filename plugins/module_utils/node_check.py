@@ -24,6 +24,7 @@ from ansible_collections.ddp.cluster.plugins.module_utils import gpu_health, hea
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import SEVERITIES, problem
 from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import version_tuple
 from ansible_collections.ddp.cluster.plugins.module_utils.slurm import drain_plan, parse_sinfo_nodes
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm_diag import node_problems
 from ansible_collections.ddp.cluster.plugins.module_utils.verdict import node_verdict
 
 EXIT_CODES = {"PASS": 0, "WARN": 0, "FAIL": 1, "UNKNOWN": 2}
@@ -48,6 +49,7 @@ ROCE_OPTIONS = {
     "nccl_socket_ifname": ((str,), None),
     "gloo_socket_ifname": ((str,), None),
     "nccl_net": ((str,), None),
+    "nccl_ib_hca": ((str,), None),
     "min_mtu": ((int,), roce_health.DEFAULT_MIN_MTU),
     "no_rdma_severity": ((str,), "warning"),
     "sysfs_root": ((str,), "/sys"),
@@ -87,14 +89,15 @@ def load_config(data):
     """The settings with every default filled in.
 
     :param data: the parsed settings file (a dict).
-    :returns: ``{"deadline_s": float, "gpu": {...}, "roce": {...}, "slurm": {"prefix": str}}``.
+    :returns: ``{"deadline_s": float, "gpu": {...}, "roce": {...}, "slurm": {"prefix": str},
+        "metrics": {"textfile_dir": str}}`` (textfile_dir "" when no metrics are written).
     :raises ConfigError: with every problem found (unknown keys, wrong types, out-of-range values).
     """
     if not isinstance(data, dict):
         raise ConfigError(["the settings must be a JSON object, got %s" % type(data).__name__])
     errors = []
-    for key in sorted(set(data) - {"deadline_s", "gpu", "roce", "slurm"}):
-        errors.append("%s is not a setting (known: deadline_s, gpu, roce, slurm)" % key)
+    for key in sorted(set(data) - {"deadline_s", "gpu", "roce", "slurm", "metrics"}):
+        errors.append("%s is not a setting (known: deadline_s, gpu, roce, slurm, metrics)" % key)
     deadline = data.get("deadline_s", DEFAULT_DEADLINE_S)
     if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not 1 <= deadline <= MAX_DEADLINE_S:
         errors.append("deadline_s must be a number of seconds in [1, %d], got %r" % (MAX_DEADLINE_S, deadline))
@@ -120,10 +123,18 @@ def load_config(data):
         errors.append("gpu.expected_gpus must be 0 or more, got %d" % gpu["expected_gpus"])
     if roce["min_mtu"] <= 0:
         errors.append("roce.min_mtu must be a positive number of bytes, got %d" % roce["min_mtu"])
+    metrics = data.get("metrics")
+    metrics = {} if metrics is None else metrics
+    textfile_dir = metrics.get("textfile_dir", "") if isinstance(metrics, dict) else None
+    if not isinstance(metrics, dict) or set(metrics) - {"textfile_dir"}:
+        errors.append("metrics must be a mapping with textfile_dir only, got %r" % (metrics,))
+    elif not isinstance(textfile_dir, str) or (textfile_dir and not textfile_dir.startswith("/")):
+        errors.append("metrics.textfile_dir must be empty (no metrics) or an absolute path, got %r" % (textfile_dir,))
     if errors:
         raise ConfigError(errors)
     return {"deadline_s": float(deadline), "gpu": gpu, "roce": roce,
-            "slurm": {"prefix": prefix if isinstance(prefix, str) else SLURM_PREFIX}}
+            "slurm": {"prefix": prefix if isinstance(prefix, str) else SLURM_PREFIX},
+            "metrics": {"textfile_dir": textfile_dir or ""}}
 
 
 def _crashed(check, exc):
@@ -182,6 +193,24 @@ def quick_check(runner, config, on_crash=None):
     return out
 
 
+def merge_problems(report, problems):
+    """Add ``problems`` found outside the quick tier (Slurm's view of the node, a text read with --diagnose) to a
+    :func:`quick_check` report: errors make PASS/WARN a FAIL, warnings make PASS a WARN; UNKNOWN stays UNKNOWN unless
+    an error is added. Returns the report (changed in place)."""
+    if not problems:
+        return report
+    report["problems"] = sorted(list(report.get("problems") or []) + list(problems),
+                                key=lambda p: -SEVERITIES.index(p["severity"]))
+    errors = set(report.get("errors") or []) | set(p["code"] for p in problems if p["severity"] == "error")
+    warnings = set(report.get("warnings") or []) | set(p["code"] for p in problems if p["severity"] == "warning")
+    report["errors"], report["warnings"] = sorted(errors), sorted(warnings)
+    if errors:
+        report["verdict"] = "FAIL"
+    elif warnings and report.get("verdict") == "PASS":
+        report["verdict"] = "WARN"
+    return report
+
+
 def exit_code(verdict):
     """0 keep (PASS, WARN), 1 remove (FAIL), 2 could not run (UNKNOWN)."""
     return EXIT_CODES[verdict]
@@ -193,20 +222,30 @@ def slurm_plan(sinfo_text, node, verdict, prefix=SLURM_PREFIX):
     :param sinfo_text: ``sinfo -h -N -n <node> -o '%N|%T|%E'`` output.
     :param node: the Slurm node name.
     :param verdict: :func:`quick_check` output; nothing is done for ``UNKNOWN``.
-    :returns: ``{"action": "drain"|"resume"|"none", "reason": str or None, "why": str}``.
+    :returns: ``{"action": "drain"|"resume"|"none", "reason": str or None, "why": str, "problems": [...]}``;
+        ``problems`` are what Slurm's own state of the node says (``slurm_diag.node_problems``: a drain or DOWN that
+        Slurm set, not responding, an operator's drain), to be added to the node's verdict.
     :raises slurm.SlurmParseError: on sinfo output of another format.
     """
     states = parse_sinfo_nodes(sinfo_text)
     if node not in states:
-        return {"action": "none", "reason": None, "why": "%s is not a node sinfo lists" % node}
+        return {"action": "none", "reason": None, "why": "%s is not a node sinfo lists" % node, "problems": []}
+    found = node_problems(states, [node])
     if verdict["verdict"] == "UNKNOWN":
-        return {"action": "none", "reason": None, "why": "the checks did not run: nothing to act on"}
+        return {"action": "none", "reason": None, "why": "the checks did not run: nothing to act on",
+                "problems": found}
     plan = drain_plan(states, {node: verdict["errors"]}, prefix=prefix)
     if node in plan["drain"]:
-        return {"action": "drain", "reason": plan["drain"][node], "why": "the node fails its checks"}
+        return {"action": "drain", "reason": plan["drain"][node], "why": "the node fails its checks",
+                "problems": found}
     if node in plan["resume"]:
-        return {"action": "resume", "reason": None, "why": "drained by ddp-health earlier and healthy now"}
+        return {"action": "resume", "reason": None, "why": "drained by ddp-health earlier and healthy now",
+                "problems": found}
+    if node in plan["slurm"]:
+        return {"action": "none", "reason": None, "problems": found,
+                "why": "Slurm itself took it out of service (%s): left as it is, see the SLURM_* finding"
+                       % states[node]["reason"]}
     if node in plan["operator"]:
-        return {"action": "none", "reason": None,
+        return {"action": "none", "reason": None, "problems": found,
                 "why": "drained by someone else (%s): left as it is" % states[node]["reason"]}
-    return {"action": "none", "reason": None, "why": "nothing to change"}
+    return {"action": "none", "reason": None, "why": "nothing to change", "problems": found}

@@ -125,6 +125,185 @@ def library_problems(libraries):
     return problems
 
 
+# The CUDA libraries the torch wheels bring (pip packages nvidia-nccl-cu12, nvidia-cudnn-cu12, nvidia-cublas-cu12,
+# nvidia-cuda-runtime-cu12 ... install them under site-packages/nvidia/<pkg>/lib), by soname.
+WHEEL_SONAMES = re.compile(
+    r"^lib(?:nccl|cudnn(?:_\w+)?|cublas(?:Lt)?|cudart|nvrtc(?:-builtins)?|cufft|curand|cusolver|cusparse(?:Lt)?|"
+    r"nvJitLink|cupti|nvToolsExt)\.so\.\d+(?:\.\d+)*$")
+_FAMILY = (("libnccl", "NCCL"), ("libcudnn", "cuDNN"), ("libcublas", "cuBLAS"), ("libcudart", "the CUDA runtime"),
+           ("libnvrtc", "NVRTC"), ("libcusparse", "cuSPARSE"), ("libcufft", "cuFFT"), ("libcurand", "cuRAND"),
+           ("libcusolver", "cuSOLVER"), ("libnvJitLink", "nvJitLink"), ("libcupti", "CUPTI"))
+# Symbols of an undefined-symbol error -> the library that should have defined them.
+_SYMBOL_LIBS = ((r"^nccl", "libnccl.so.2"), (r"^cudnn|nvrtcHelper", "libcudnn"), (r"^cublas", "libcublas"),
+                (r"^cuda[A-Z]", "libcudart"))
+_LOAD_ERROR_PATH = re.compile(r"(/[^\s:'\"]+?/(lib[\w.+-]+?\.so(?:\.\d+)*))\b")
+_UNDEFINED = re.compile(r"undefined symbol: (?P<symbol>\w+)(?:, version (?P<version>[\w.]+))?")
+_VERSION_NOT_FOUND = re.compile(r"version `(?P<version>[^']+)' not (?:found|defined)")
+_LDLP = re.compile(r"^\s*(?:export\s+)?LD_LIBRARY_PATH=(?P<value>\S*)", re.M)
+
+
+def soname(name):
+    """``libcudnn_ops_infer.so.8.9.2`` -> ``libcudnn_ops_infer.so.8``; ``libnccl.so.2.19.3`` -> ``libnccl.so.2``."""
+    match = re.match(r"^(lib[\w.+-]*?\.so\.\d+)", os.path.basename(name or ""))
+    return match.group(1) if match else None
+
+
+def family(name):
+    base = os.path.basename(name or "")
+    for prefix, label in _FAMILY:
+        if base.startswith(prefix):
+            return prefix, label
+    return None, None
+
+
+def wheel_sonames(wheel_lib_dirs):
+    """``{soname: wheel path}`` of the libraries the environment's wheels ship (``site-packages/nvidia/*/lib``)."""
+    out = {}
+    for folder in sorted(wheel_lib_dirs or {}):
+        for name in sorted(wheel_lib_dirs[folder]):
+            key = soname(name)
+            if key and WHEEL_SONAMES.match(key) and key not in out:
+                out[key] = os.path.join(folder, name)
+    return out
+
+
+def parse_ld_library_path(text):
+    """The folders of ``LD_LIBRARY_PATH`` given as the value (``/a:/b``) or in text (``LD_LIBRARY_PATH=/a:/b``,
+    ``export ...``); empty items (which mean the current directory to the loader) are kept as ``.``."""
+    value = text or ""
+    match = _LDLP.search(value)
+    if match:
+        value = match.group("value")
+    value = value.strip().strip("'\"")
+    return [item or "." for item in value.split(":")] if value else []
+
+
+def shadowing_problems(ld_library_path, ld_path_libs=None, ldconfig_text="", wheel_lib_dirs=None, load_error=None):
+    """``STACK_LIBRARY_SHADOWED``: a copy of a library the torch wheel brings (NCCL, cuDNN, cuBLAS, the CUDA runtime)
+    that the dynamic loader can find before the wheel's, named even when torch does not import.
+
+    Order of the loader (ld.so(8)): DT_RPATH, **LD_LIBRARY_PATH**, DT_RUNPATH (where torch finds the wheel's
+    ``nvidia/*/lib``), the ld.so.cache (``/etc/ld.so.conf``), the default folders. So:
+
+    * the same soname in an ``LD_LIBRARY_PATH`` folder (not the wheel's) wins over the wheel: **error**;
+    * the same soname in the linker cache is taken by a library loaded without RUNPATH of its own (cuDNN 8 loads its
+      sub-libraries with dlopen; a program that links the system copy first): **warning** when the wheel ships that
+      soname (``wheel_lib_dirs`` given), an **error** when the load error names it;
+    * a load error (``undefined symbol: ncclCommRegister``, ``version `libcudnn_ops_infer.so.8' not defined``,
+      ``Could not load library ...``) names the library that is not the one torch was built with: **error**.
+
+    :param ld_library_path: its value (``/usr/local/cuda/lib64:/opt/nccl/lib``) or text with ``LD_LIBRARY_PATH=``.
+    :param ld_path_libs: ``{folder: [file names]}`` of those folders, where read; None: the folders of the cached
+        libraries (``ldconfig -p``) that lie on LD_LIBRARY_PATH are used.
+    :param ldconfig_text: ``ldconfig -p`` output.
+    :param wheel_lib_dirs: ``{folder: [file names]}`` of ``site-packages/nvidia/*/lib``; None: every soname of
+        :data:`WHEEL_SONAMES` counts as one the wheel brings.
+    :param load_error: the text of a failed ``import torch`` (or a job's log).
+    """
+    wheels = wheel_sonames(wheel_lib_dirs) if wheel_lib_dirs else None
+    wheel_dirs = set(os.path.normpath(d) for d in (wheel_lib_dirs or {}))
+
+    def brought(key):
+        return key and (wheels is None and WHEEL_SONAMES.match(key) or wheels is not None and key in wheels)
+
+    folders = [os.path.normpath(f) for f in parse_ld_library_path(ld_library_path)]
+    cached = {}
+    for name, path in parse_ldconfig(ldconfig_text or "", "lib").items():
+        key = soname(name)
+        if key == name and brought(key):
+            cached.setdefault(key, path)
+    listing = dict((os.path.normpath(k), v) for k, v in (ld_path_libs or {}).items())
+    if ld_path_libs is None:
+        for key, path in cached.items():
+            listing.setdefault(os.path.dirname(os.path.normpath(path)), []).append(os.path.basename(path))
+    found = {}
+    for folder in folders:
+        if folder in wheel_dirs:
+            continue
+        for name in sorted(listing.get(folder) or []):
+            key = soname(name)
+            if brought(key) and key not in found:
+                found[key] = ("error", os.path.join(folder, name), "LD_LIBRARY_PATH")
+    errors = load_error_libraries(load_error or "")
+    for key, path in sorted(cached.items()):
+        if key in found or os.path.dirname(os.path.normpath(path)) in wheel_dirs:
+            continue
+        named = any(key == lib or key.startswith(lib) for lib, _why in errors)
+        if wheels is None and not named:
+            continue  # which CUDA the wheel brings is unknown: a system CUDA in the cache is not a finding by itself
+        found[key] = ("error" if named else "warning", path, "ld.so.conf")
+    problems = []
+    by_family = {}
+    for key in sorted(found):
+        severity, path, where = found[key]
+        prefix, label = family(key)
+        entry = by_family.setdefault((prefix, where), {"severity": severity, "label": label, "paths": []})
+        entry["paths"].append(path)
+        if severity == "error":
+            entry["severity"] = "error"
+    named_families = set()
+    for (prefix, where), entry in sorted(by_family.items()):
+        named_families.add(prefix)
+        wheel = (wheels or {}).get(soname(entry["paths"][0]))
+        problems.append(problem(
+            "STACK_LIBRARY_SHADOWED", entry["severity"], "%s (%s)" % (entry["label"], prefix),
+            "%s %s: the loader finds %s before the copy the torch wheel brings%s"
+            % ("LD_LIBRARY_PATH holds" if where == "LD_LIBRARY_PATH" else "the linker cache (/etc/ld.so.conf) holds",
+               ", ".join(entry["paths"][:3]) + (" ..." if len(entry["paths"]) > 3 else ""),
+               "it" if where == "LD_LIBRARY_PATH" else "it for libraries loaded without a RUNPATH (cuDNN's "
+               "sub-libraries, a program linked against it)", " (%s)" % wheel if wheel else ""),
+            "remove %s from %s in the environment jobs run with (ddp-env, /etc/ddp/torch-nccl.env, the job "
+            "script, module files), or install the matching wheel; check with `ddp-env python -c 'import torch; "
+            "print(torch.cuda.nccl.version(), torch.backends.cudnn.version())'`"
+            % (os.path.dirname(entry["paths"][0]), "LD_LIBRARY_PATH" if where == "LD_LIBRARY_PATH" else
+               "/etc/ld.so.conf.d (then ldconfig), or keep it off the jobs' path")))
+    for lib, why in errors:
+        prefix, label = family(lib)
+        if prefix in named_families:
+            continue
+        named_families.add(prefix)
+        problems.append(problem(
+            "STACK_LIBRARY_SHADOWED", "error", "%s (%s)" % (label or lib, prefix or lib),
+            "torch failed to load because %s is not the version it was built with: %s" % (lib, why),
+            "find the other copy (`ldconfig -p | grep %s`, every folder of LD_LIBRARY_PATH, LD_PRELOAD) and take it "
+            "off the jobs' library path, or pip-install the torch build that matches it" % (prefix or lib)))
+    return problems
+
+
+def load_error_libraries(text):
+    """``[(library, evidence line)]`` a library load error points at: the symbol's owner for ``undefined symbol:``
+    (``ncclCommRegister`` -> ``libnccl.so.2``), the version for ``version `libcudnn_ops_infer.so.8' not
+    defined``, the path a ``Could not load library`` names."""
+    out = []
+    for line in (text or "").splitlines():
+        line = line.strip()
+        match = _UNDEFINED.search(line)
+        if match:
+            if match.group("version") and WHEEL_SONAMES.match(match.group("version")):
+                out.append((match.group("version"), line))
+                continue
+            for pattern, lib in _SYMBOL_LIBS:
+                if re.search(pattern, match.group("symbol")):
+                    out.append((lib, line))
+                    break
+            continue
+        match = _VERSION_NOT_FOUND.search(line)
+        if match and WHEEL_SONAMES.match(match.group("version")):
+            out.append((match.group("version"), line))
+            continue
+        if "Could not load library" in line or "cannot open shared object" in line:
+            for path, name in _LOAD_ERROR_PATH.findall(line):
+                if soname(name) and WHEEL_SONAMES.match(soname(name)):
+                    out.append((soname(name), line))
+                    break
+    seen, unique = set(), []
+    for lib, why in out:
+        if lib not in seen:
+            seen.add(lib)
+            unique.append((lib, why))
+    return unique
+
+
 def driver_problems(kernel, user):
     """``STACK_DRIVER_MISMATCH`` when the loaded kernel module and the user-space library differ."""
     if kernel and user and kernel != user:

@@ -48,6 +48,54 @@ _AER = re.compile(r"(?P<address>%s): (?:AER: )?PCIe Bus Error: severity=(?P<seve
 
 DOWNSTREAM_PORTS = ("Root Port", "Downstream Port")
 
+# Usable bits per transfer of each PCIe generation's line code: 8b/10b up to 5 GT/s, 128b/130b for 8-32 GT/s,
+# 242/256 FLITs at 64 GT/s (PCI Express Base Specification; Linux drivers/pci/pci.h PCIE_SPEED2MBS_ENC gives the
+# same figures: 8 GT/s x16 = 126.016 Gb/s, the "available PCIe bandwidth" of the kernel's "limited by" line).
+_ENCODING = ((5.0, 8.0 / 10.0), (32.0, 128.0 / 130.0), (64.0, 242.0 / 256.0))
+
+# The fastest port speed of a Mellanox/NVIDIA NIC model, in Gb/s, from the name lspci prints: used only when the
+# port rate is not known (text read without sysfs). Sources: NVIDIA's ConnectX product briefs.
+MODEL_RATES_GBPS = (
+    (r"ConnectX-8", 800.0), (r"ConnectX-7|BlueField-3", 400.0), (r"ConnectX-6 Lx", 50.0), (r"ConnectX-6 Dx", 100.0),
+    (r"ConnectX-6", 200.0), (r"ConnectX-5", 100.0), (r"ConnectX-4 Lx", 50.0), (r"ConnectX-4", 100.0),
+    (r"BlueField-2", 100.0),
+)
+
+
+def link_gbps(speed_gts, width):
+    """Usable bandwidth of a PCIe link in Gb/s (one direction): GT/s x lanes x the line code's efficiency.
+
+    ``link_gbps(8, 8)`` = 63.0 (what the kernel prints as 63.008), ``link_gbps(16, 16)`` = 252.0. None when either is
+    unknown.
+    """
+    if not speed_gts or not width:
+        return None
+    for top, efficiency in _ENCODING:
+        if float(speed_gts) <= top:
+            return float(speed_gts) * int(width) * efficiency
+    return float(speed_gts) * int(width) * _ENCODING[-1][1]
+
+
+def model_rate_gbps(description):
+    """The fastest port speed of the NIC model named in an lspci description, or None."""
+    for pattern, rate in MODEL_RATES_GBPS:
+        if re.search(pattern, description or ""):
+            return rate
+    return None
+
+
+def _below_line_rate(kind, subject, speed, width, rate, where):
+    bandwidth = link_gbps(speed, width)
+    if kind != "HCA" or not rate or bandwidth is None or bandwidth >= rate:
+        return None
+    return problem(
+        "PCIE_LINK_BELOW_LINE_RATE", "error", subject,
+        "the PCIe link (%s x%d = %.0f Gb/s) cannot carry the port's %g Gb/s line rate: the NIC is capped at %.0f%% "
+        "of its network speed" % (_fmt_speed(speed), width, bandwidth, rate, 100.0 * bandwidth / rate),
+        "Move the NIC to a slot that trains at full width and speed (x16 Gen4 for 200 Gb/s, Gen5 for 400 Gb/s), "
+        "reseat it and its riser, check the slot's BIOS bifurcation and speed settings; `lspci -vvv -s %s` LnkSta "
+        "shows the trained link." % where)
+
 
 class PcieFormatError(ValueError):
     """The text given to a parser is not the output it reads (raised, never turned into rows)."""
@@ -131,7 +179,7 @@ def _fmt_speed(gts):
     return ("%g GT/s" % gts) if gts is not None else "unknown speed"
 
 
-def link_problems(targets, ancestors, links, busy_gpus=()):
+def link_problems(targets, ancestors, links, busy_gpus=(), line_rates=None):
     """``PCIE_LINK_DEGRADED`` problems on the links above GPUs and HCAs.
 
     :param targets: ``{address: kind}`` with kind ``'GPU'`` or ``'HCA'``.
@@ -141,8 +189,12 @@ def link_problems(targets, ancestors, links, busy_gpus=()):
         and the link above it follows, so on a GPU's path speed is judged only while the GPU is busy;
         width always is. A GPU's own link is judged by ``gpu_health`` from nvidia-smi
         (``GPU_PCIE_DEGRADED``) and is skipped here; an HCA's own link is judged here.
-    :returns: problems, width below the expected one an ``error`` (bandwidth divided by the lost lanes),
-        speed below a ``warning``; one per link even when several devices sit below it.
+    :param line_rates: ``{HCA address: Gb/s}``, the fastest active port's rate: a link on an HCA's path whose
+        bandwidth (:func:`link_gbps`) is below it is ``PCIE_LINK_BELOW_LINE_RATE`` (error), whatever the cause.
+    :returns: problems, width below the expected one an ``error`` (bandwidth divided by the lost lanes); speed below
+        an ``error`` on a busy GPU's path (an idle GPU's link slows down on purpose; a busy one at full width but a
+        lower speed loses bandwidth as a narrow link does) and a ``warning`` on an HCA's path when the link still
+        carries the line rate; one per link even when several devices sit below it.
     """
     busy = set(busy_gpus or ())
     seen = set()
@@ -157,6 +209,12 @@ def link_problems(targets, ancestors, links, busy_gpus=()):
                 continue
             subject = "PCIe link %s -> %s (above %s %s)" % (link["upstream"], link["downstream"], kind, device) \
                 if link["downstream"] != device else "PCIe link %s -> %s %s" % (link["upstream"], kind, device)
+            rate = (line_rates or {}).get(device)
+            capped = _below_line_rate(kind, subject, link["speed_gts"], link["width"], rate, link["downstream"])
+            if capped is not None:
+                seen.add(key)
+                problems.append(capped)
+                continue
             if link["width"] is not None and link["expected_width"] and link["width"] < link["expected_width"]:
                 seen.add(key)
                 problems.append(problem(
@@ -172,7 +230,7 @@ def link_problems(targets, ancestors, links, busy_gpus=()):
                     and link["speed_gts"] < link["expected_speed_gts"]:
                 seen.add(key)
                 problems.append(problem(
-                    "PCIE_LINK_DEGRADED", "warning", subject,
+                    "PCIE_LINK_DEGRADED", "error" if kind == "GPU" else "warning", subject,
                     "the link runs at %s, both ends can do %s" % (
                         _fmt_speed(link["speed_gts"]), _fmt_speed(link["expected_speed_gts"])),
                     "Check the BIOS PCIe speed setting for the slot and the riser/retimer; compare with a "
@@ -208,8 +266,9 @@ def parse_kernel_pcie(text):
     return {"limited": limited, "aer": aer}
 
 
-def kernel_problems(targets, ancestors, messages, links=None):
-    """``PCIE_BANDWIDTH_LIMITED`` and ``PCIE_AER_*`` problems for GPUs, HCAs and the bridges above them.
+def kernel_problems(targets, ancestors, messages, links=None, line_rates=None):
+    """``PCIE_BANDWIDTH_LIMITED``, ``PCIE_LINK_BELOW_LINE_RATE`` and ``PCIE_AER_*`` problems for GPUs, HCAs and the
+    bridges above them (``line_rates``: ``{HCA address: Gb/s}``; an HCA limited below it is an error).
 
     :param targets: ``{address: kind}`` (``'GPU'`` / ``'HCA'``).
     :param ancestors: ``{address: [bridges above it]}``.
@@ -228,6 +287,17 @@ def kernel_problems(targets, ancestors, messages, links=None):
     for entry in messages.get("limited") or []:
         kind = targets.get(entry["address"])
         if kind is None:
+            continue
+        rate = (line_rates or {}).get(entry["address"])
+        if kind == "HCA" and rate and entry["available_gbps"] < rate:
+            problems.append(problem(
+                "PCIE_LINK_BELOW_LINE_RATE", "error", "%s %s" % (kind, entry["address"]),
+                "the kernel found %g Gb/s of PCIe bandwidth, limited by a %g GT/s x%d link at %s, below the port's %g "
+                "Gb/s line rate (the device could do %g Gb/s with %g GT/s x%d)" % (
+                    entry["available_gbps"], entry["speed_gts"], entry["width"], entry["at"], rate,
+                    entry["capable_gbps"], entry["cap_speed_gts"], entry["cap_width"]),
+                "Move the NIC to a slot that trains at full width and speed, reseat it and its riser, check the BIOS "
+                "bifurcation and speed settings of the port at %s." % entry["at"]))
             continue
         port = (links or {}).get(entry["at"]) or {}
         width_can = min(w for w in (entry["cap_width"], port.get("cap_width")) if w)
@@ -266,4 +336,60 @@ def kernel_problems(targets, ancestors, messages, links=None):
                 "%d corrected PCIe error report(s) in the kernel log (the link replayed them)" % counts["corrected"],
                 "Watch the count (`journalctl -k | grep 'PCIe Bus Error'`); if it keeps growing, reseat the "
                 "device and its riser or cable and compare with `lspci -vvv` LnkSta."))
+    return problems
+
+
+_GPU_DESC = re.compile(r"(?:3D|VGA compatible) controller.*NVIDIA|NVIDIA.*(?:3D|VGA)", re.I)
+_NIC_DESC = re.compile(r"(?:Ethernet|Infiniband|Network) controller.*(?:Mellanox|NVIDIA|Broadcom|Intel)", re.I)
+
+
+def lspci_text_problems(text, line_rates=None, busy=True):
+    """Problems from ``lspci -vv`` text alone (no sysfs: the ``ddp-health --diagnose`` and ``diagnose_output``
+    path): each GPU's and NIC's own link, ``LnkSta`` against its own ``LnkCap``.
+
+    :param line_rates: ``{address: Gb/s}`` of the NICs' ports, or ``{"*": Gb/s}`` for every NIC; a NIC without one
+        whose link trained below its own capability takes its model's fastest port speed (:data:`MODEL_RATES_GBPS`).
+    :param busy: whether the GPUs were in use when lspci ran (an idle GPU lowers its link speed on purpose).
+    :returns: problems (``PCIE_LINK_DEGRADED``, ``PCIE_LINK_BELOW_LINE_RATE``).
+    :raises PcieFormatError: text that is not lspci's.
+    """
+    links = parse_lspci_links(text)
+    problems = []
+    for address in sorted(links):
+        entry = links[address]
+        kind = "GPU" if _GPU_DESC.search(entry["description"] or "") else (
+            "HCA" if _NIC_DESC.search(entry["description"] or "") else None)
+        if kind is None:
+            continue
+        subject = "PCIe link of %s %s (%s)" % (kind, address, entry["description"])
+        speed, width = entry["speed_gts"], entry["width"]
+        rate = None
+        if kind == "HCA":
+            rate = (line_rates or {}).get(address) or (line_rates or {}).get("*")
+            trained_below = (width and entry["cap_width"] and width < entry["cap_width"]) or \
+                (speed and entry["cap_speed_gts"] and speed < entry["cap_speed_gts"])
+            if rate is None and trained_below:
+                # The model's fastest port is a guess (a 25 Gb/s ConnectX-5 exists): used only for a link that trained
+                # below what the card can do, never against a card at its own full link.
+                rate = model_rate_gbps(entry["description"])
+        capped = _below_line_rate(kind, subject, speed, width, rate, address)
+        if capped is not None:
+            problems.append(capped)
+            continue
+        if width and entry["cap_width"] and width < entry["cap_width"]:
+            problems.append(problem(
+                "PCIE_LINK_DEGRADED", "error", subject,
+                "the link trained at x%d, the device can do x%d (%s)" % (width, entry["cap_width"], _fmt_speed(speed)),
+                "Reseat the card, riser or cable; check the slot's bifurcation setting in the BIOS."))
+        elif speed and entry["cap_speed_gts"] and speed < entry["cap_speed_gts"] and (kind == "HCA" or busy):
+            problems.append(problem(
+                "PCIE_LINK_DEGRADED", "error" if kind == "GPU" else "warning", subject,
+                "the link runs at %s x%s, the device can do %s (%s of its bandwidth)" % (
+                    _fmt_speed(speed), width, _fmt_speed(entry["cap_speed_gts"]),
+                    "%.0f%%" % (100.0 * link_gbps(speed, width or 1) / link_gbps(entry["cap_speed_gts"], width or 1))),
+                "A GPU lowers its link speed when idle: read LnkSta while it works (`nvidia-smi dmon -s t`, or during "
+                "a burn-in); if it stays low under load, check the BIOS PCIe speed setting, the riser/retimer and "
+                "reseat it; the slot above may be capable of less (`lspci -vvv -s <root port>`)." if kind == "GPU"
+                else "Check the BIOS PCIe speed setting of the slot and the riser; the link still carries the "
+                     "port's rate."))
     return problems

@@ -69,6 +69,8 @@ def normalize_state(text):
     word = re.sub(r"\(\d+\)", "", raw).strip().upper()
     if word.startswith("PORT_"):
         word = word[len("PORT_"):]
+    if word in ("INITIALIZING", "INITIALIZE"):
+        word = "INIT"  # ibstat's word for INIT (infiniband-diags)
     return word or None
 
 
@@ -175,7 +177,7 @@ def new_port(device, port):
     """An empty port record (every key present)."""
     return {"device": device, "port": port, "state": None, "phys_state": None, "link_layer": None,
             "rate": None, "rate_gbps": None, "active_mtu": None, "max_mtu": None, "netdev": None,
-            "gids": []}
+            "gids": [], "lid": None, "sm_lid": None}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,7 +233,7 @@ def parse_ibv_devinfo(text):
             in_ports = True
             continue
         port_key = key in ("state", "phys_state", "link_layer", "active_mtu", "max_mtu",
-                           "active_speed", "active_width")
+                           "active_speed", "active_width", "port_lid", "sm_lid")
         if port_key and port is None:
             # an excerpt that elides the "port:" line still carries port fields
             port = new_port(dev["hca_id"], None)
@@ -245,6 +247,8 @@ def parse_ibv_devinfo(text):
                 port["link_layer"] = normalize_link_layer(value)
             elif key in ("active_mtu", "max_mtu"):
                 port[key] = _mtu(value)
+            elif key in ("port_lid", "sm_lid"):
+                port["lid" if key == "port_lid" else "sm_lid"] = _int(value)
             continue
         if key in ("transport", "fw_ver", "node_guid", "vendor_id", "vendor_part_id", "board_id"):
             dev[key] = value
@@ -300,6 +304,8 @@ def parse_sysfs_ib(tree):
             elif rel == "rate":
                 port["rate"] = value or None
                 port["rate_gbps"] = rate_gbps(value)
+            elif rel in ("lid", "sm_lid"):
+                port[rel] = _int(value)
             else:
                 gid_match = re.match(r"^(gids|gid_attrs/types|gid_attrs/ndevs)/(\d+)$", rel)
                 if gid_match and value is not None:
@@ -380,6 +386,8 @@ def parse_rdma_link(text):
                 "phys_state": normalize_phys_state(fields.get("physical_state")),
                 "netdev": fields.get("netdev"),
                 "caps": [],
+                "lid": _int(fields["lid"]) if "lid" in fields else None,
+                "sm_lid": _int(fields["sm_lid"]) if "sm_lid" in fields else None,
             })
             continue
         caps = re.match(r"^\s*caps:\s*<(.*)>\s*$", line)
@@ -478,6 +486,8 @@ def parse_ibstat(text):
             port["rate_gbps"] = rate_gbps(value)
         elif key == "Link layer":
             port["link_layer"] = normalize_link_layer(value)
+        elif key in ("Base lid", "SM lid"):
+            port["lid" if key == "Base lid" else "sm_lid"] = _int(value)
     return cas
 
 
@@ -510,6 +520,8 @@ def parse_ibstatus(text):
             port["link_layer"] = normalize_link_layer(value)
         elif key == "default gid":
             port["default_gid"] = value
+        elif key in ("base lid", "sm lid"):
+            port["lid" if key == "base lid" else "sm_lid"] = _int(value)
     return ports
 
 

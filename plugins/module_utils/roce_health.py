@@ -232,7 +232,8 @@ def _port_ipv4(port, interfaces):
 
 
 def _port_up(port):
-    return port.get("state") == "ACTIVE" and port.get("phys_state") == "LinkUp"
+    # ibv_devinfo without -v prints no phys_state: ACTIVE alone then says the link is up.
+    return port.get("state") == "ACTIVE" and port.get("phys_state") in ("LinkUp", None)
 
 
 def choose_fabric_interface(ports, interfaces, default_route_if=None):
@@ -290,6 +291,58 @@ def nccl_settings(facts):
     return conf
 
 
+def hca_selected(device, port, hca_list):
+    """True when NCCL_IB_HCA (``[^][=]mlx5_0[:1],mlx5_1``; prefix match unless ``=``) selects this device/port;
+    None when no list is given."""
+    if not hca_list or not str(hca_list).strip():
+        return None
+    text = str(hca_list).strip()
+    exclude = text.startswith("^")
+    text = text.lstrip("^")
+    exact = text.startswith("=")
+    text = text.lstrip("=")
+    hit = False
+    for item in text.split(","):
+        name, _sep, num = item.strip().partition(":")
+        if not name:
+            continue
+        match = device == name if exact else str(device).startswith(name)
+        if match and (not num or str(num) == str(port)):
+            hit = True
+    return hit != exclude
+
+
+def fabric_reasons(port, ports, is_fabric_port=False, ipv4=None, hca_list=None):
+    """Why a port counts as part of the fabric (so that it being down is an error), as phrases; [] when nothing
+    says so.
+
+    A port is part of the fabric when it is the fabric interface's, has an IPv4 address, is selected by
+    ``NCCL_IB_HCA``, has a trained link (``LinkUp``: a cable and a peer are there), or, for InfiniBand, when the same
+    port number of the node's other InfiniBand HCAs is ACTIVE and it is not administratively ``Disabled`` (compute
+    HCAs come in sets, one per rail: NVSentinel's "card homogeneity"; an IB port needs no IP address to carry NCCL
+    traffic).
+    """
+    why = []
+    if is_fabric_port:
+        why.append("it carries the fabric interface")
+    if ipv4:
+        why.append("it has the IPv4 address %s" % ipv4)
+    if hca_selected(port.get("device"), port.get("port"), hca_list):
+        why.append("NCCL_IB_HCA=%s selects it" % hca_list)
+    if port.get("phys_state") == "LinkUp":
+        why.append("its link is trained (LinkUp)")
+    if port.get("link_layer") == "InfiniBand" and port.get("phys_state") != "Disabled":
+        # The same port number on the node's other HCAs (the rails: mlx5_0/1 ... mlx5_7/1); the unused second port
+        # of dual-port cards does not make the other second ports part of the fabric.
+        peers = ["%s/%s" % (p.get("device"), p.get("port")) for p in ports
+                 if p.get("device") != port.get("device") and p.get("port") == port.get("port")
+                 and p.get("link_layer") == "InfiniBand" and _port_up(p)]
+        if peers:
+            why.append("port %s of the node's other InfiniBand HCAs (%s) is ACTIVE"
+                       % (port.get("port"), ", ".join(peers[:4])))
+    return why
+
+
 def _no_rdma(facts, params, nics):
     out = []
     if nics:
@@ -313,8 +366,11 @@ def diagnose(facts, params=None):
     """All problems for one node.
 
     :param facts: see the module docstring.
-    :param params: ``{nccl_ib_gid_index, nccl_socket_ifname, gloo_socket_ifname, nccl_net, min_mtu,
-        no_rdma_severity}``; missing keys take their defaults.
+    :param params: ``{nccl_ib_gid_index, nccl_socket_ifname, gloo_socket_ifname, nccl_net, nccl_ib_hca, min_mtu,
+        no_rdma_severity}``; missing keys take their defaults. A port that is down is an error when it is part of
+        the fabric (:func:`fabric_reasons`), else a warning; an InfiniBand port with a link but no subnet manager
+        (state INIT/ARMED on LinkUp, or SM lid 0) is ``IB_PORT_NO_SM``, an ACTIVE one without a LID
+        ``IB_PORT_NO_LID``.
     :returns: list of problem dicts (diagnosis.problem shape).
     """
     params = params or {}
@@ -346,22 +402,51 @@ def diagnose(facts, params=None):
             fabric_port = port
             break
 
+    hca_list = params.get("nccl_ib_hca")
     for port in ports:
         subject = _subject(port)
         ipv4 = _port_ipv4(port, interfaces)
-        in_use = port is fabric_port or bool(ipv4)
+        why = fabric_reasons(port, ports, port is fabric_port, ipv4, hca_list)
+        in_use = bool(why)
+        addressed = port is fabric_port or bool(ipv4)  # what the RoCE checks (GID, MTU) need to judge a port
+        infiniband = port.get("link_layer") == "InfiniBand"
         if not _port_up(port):
+            if infiniband and port.get("phys_state") == "LinkUp" and port.get("state") in ("INIT", "ARMED"):
+                problems.append(problem(
+                    "IB_PORT_NO_SM", "error", subject,
+                    "the link is up (LinkUp) but the port stays %s%s: no subnet manager configures it"
+                    % (port.get("state"), " (SM lid 0)" if port.get("sm_lid") == 0 else ""),
+                    "run a subnet manager on the fabric (the switch's, UFM, or `systemctl enable --now opensm` on one "
+                    "node); `sminfo` and `ibstat` (SM lid) show whether one answers"))
+                continue
             problems.append(problem(
                 "ROCE_PORT_DOWN", "error" if in_use else "warning", subject,
-                "port state %s, physical state %s (want ACTIVE / LinkUp)%s"
-                % (port.get("state"), port.get("phys_state"),
-                   "" if in_use else "; the port has no IPv4 address, so it may be unused"),
-                "check the cable, the switch port and `ip link set %s up`; Polling means no link partner, "
-                "Disabled means administratively down" % (port.get("netdev") or "<netdev>")))
+                "%sport state %s, physical state %s (want ACTIVE / LinkUp)%s"
+                % ("InfiniBand " if infiniband else "", port.get("state"), port.get("phys_state"),
+                   "; it is part of the fabric: %s" % "; ".join(why) if in_use else
+                   "; nothing marks it as part of the fabric (no IPv4 address, not in NCCL_IB_HCA, no link, no "
+                   "other port of its kind up), so it may be unused"),
+                "check the cable, the switch port and `ip link set %s up`; Polling means no link partner (cable, "
+                "transceiver or switch port), Disabled means administratively down; name only cabled ports in "
+                "NCCL_IB_HCA" % (port.get("netdev") or "<netdev>")))
             continue
+        if infiniband:
+            if port.get("lid") in (0, 0xFFFF):
+                problems.append(problem(
+                    "IB_PORT_NO_LID", "error", subject,
+                    "the InfiniBand port is ACTIVE but has no LID (%s)%s: the subnet manager did not assign one, "
+                    "so no peer can address it" % ("0x%x" % port["lid"],
+                                                   "; SM lid 0" if port.get("sm_lid") == 0 else ""),
+                    "check the subnet manager (`sminfo`, the switch/UFM or opensm log) and re-sweep; `ibstat` shows "
+                    "Base lid once it is assigned"))
+            elif port.get("sm_lid") == 0 and port.get("lid") is not None:
+                problems.append(problem(
+                    "IB_PORT_NO_SM", "error", subject,
+                    "the InfiniBand port has no subnet manager (SM lid 0)",
+                    "run a subnet manager on the fabric (switch, UFM or opensm) and check `sminfo`"))
         if port.get("link_layer") != "Ethernet":
             continue
-        if in_use and recommend_gid_index(port.get("gids"), ipv4) is None:
+        if addressed and recommend_gid_index(port.get("gids"), ipv4) is None:
             problems.append(problem(
                 "ROCE_NO_V2_GID", "error", subject,
                 "no RoCE v2 GID for %s in the GID table%s" % (
@@ -371,7 +456,7 @@ def diagnose(facts, params=None):
                 "/sys/class/infiniband/%s/ports/%s/gid_attrs/types/* shows 'RoCE v2' (cma_roce_mode)"
                 % (port.get("netdev") or "the netdev", port.get("device"), port.get("port"))))
         mtu = port.get("active_mtu")
-        if in_use and mtu is not None and mtu < min_mtu:
+        if addressed and mtu is not None and mtu < min_mtu:
             netdev_mtu = port.get("netdev_mtu") or (interfaces.get(port.get("netdev") or "", {}) or {}).get("mtu")
             problems.append(problem(
                 "ROCE_MTU_LOW", "warning", subject,

@@ -13,6 +13,7 @@ import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils.accounts import parse_group, parse_listing, parse_passwd
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm_diag import SlurmTextError, classify_reason, parse_node_states
 
 # The reason prefix of drains this collection sets; only those are ever resumed by it.
 DRAIN_PREFIX = "ddp:"
@@ -143,8 +144,27 @@ def parse_sinfo_nodes(text):
     marks it with ``*``), ``drain`` (drained or draining), ``reason`` ('' for ``none``) and ``ours``
     (a drain whose reason starts with ``ddp:``).
 
-    :raises SlurmParseError: on a line without the three ``|`` separated fields.
+    Text in another of Slurm's formats (``scontrol show node``, the default ``sinfo`` table, ``sinfo -N -l``,
+    ``sinfo -R``) is read with ``slurm_diag.parse_node_states`` into the same keys (plus ``flags``,
+    ``reason_user``, ``reason_time``; a ``-R`` row has ``state`` '' and no state of its own).
+
+    :raises SlurmParseError: on text that is none of these formats.
     """
+    lines = [line for line in (text or "").splitlines() if line.strip()]
+    if lines and not all("|" in line for line in lines):
+        try:
+            states = parse_node_states(text)
+        except SlurmTextError as exc:
+            raise SlurmParseError("sinfo -N -o '%%N|%%T|%%E': unexpected line %r (%s)" % (lines[0], exc))
+        out = {}
+        for name, st in states.items():
+            state, reason = st.get("state") or "", st.get("reason") or ""
+            out[name] = {"state": state, "raw": st.get("raw") or state, "responding": st.get("responding", True),
+                         "drain": bool(st.get("drain")), "reason": reason,
+                         "ours": bool(st.get("drain")) and reason.startswith(DRAIN_PREFIX),
+                         "flags": st.get("flags") or [], "reason_user": st.get("reason_user"),
+                         "reason_time": st.get("reason_time")}
+        return out
     out = {}
     for line in (text or "").splitlines():
         if not line.strip():
@@ -159,6 +179,26 @@ def parse_sinfo_nodes(text):
         out[name] = {"state": state, "raw": raw, "responding": not raw.endswith("*"), "drain": drain,
                      "reason": reason, "ours": drain and reason.startswith(DRAIN_PREFIX)}
     return out
+
+
+def parse_job_ids(text):
+    """Job ids from ``squeue -h -o %A`` (one per line; e.g. the jobs running on a node just drained), sorted.
+
+    A drain stops new jobs from landing on a node but leaves the running ones there: the health stage and
+    ``ddp-health --slurm`` requeue the jobs on a node they drain (``scontrol requeue``), so they start again on
+    healthy nodes, from their checkpoint, instead of running on (or hanging on) a bad one until their time limit.
+
+    :raises SlurmParseError: on a line that is not a job id.
+    """
+    out = set()
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if not re.match(r"^[0-9]+$", line):
+            raise SlurmParseError("squeue -h -o %%A: unexpected line %r" % line)
+        out.add(int(line))
+    return sorted(out)
 
 
 def unavailable_nodes(states, nodes=None):
@@ -183,14 +223,17 @@ def drain_plan(states, errors, prefix=DRAIN_PREFIX):
     :param states: :func:`parse_sinfo_nodes` output.
     :param errors: {slurm node name: [problem codes at error severity]} for every node checked ([] = healthy).
     :returns: dict ``drain`` ({node: reason}), ``resume`` ([node]), ``operator`` ([node]: drained by
-        someone else, left alone), ``unchanged`` ([node]).
+        someone else, left alone), ``slurm`` ({node: Slurm's reason}: drained or DOWN by Slurm itself or a program
+        it runs, for a cause ``slurm_diag.classify_reason`` knows (Low RealMemory, gres count, not responding,
+        Kill task failed, prolog, health program); left alone too, and reported as a finding, see
+        ``slurm_diag.node_problems``), ``unchanged`` ([node]).
         A node with errors is drained with ``<prefix><CODE>[,<CODE>...]`` (``ddp:`` for the health stage,
         ``ddp-health:`` for the node command) unless another drain is already on it; a healthy node
         drained with this prefix is resumed; a node DOWN with another reason than Slurm's "Not responding" is left
         as it is (``operator``) like another drain; nothing else is touched
         (DeepOps PR #804: a re-run must not undo drains it did not set).
     """
-    plan = {"drain": {}, "resume": [], "operator": [], "unchanged": []}
+    plan = {"drain": {}, "resume": [], "operator": [], "slurm": {}, "unchanged": []}
     for node in sorted(errors):
         codes = sorted(set(errors[node] or []))
         st = states.get(node)
@@ -201,7 +244,9 @@ def drain_plan(states, errors, prefix=DRAIN_PREFIX):
         # would replace that reason and a later resume would put the node back in service.
         set_down = st["state"].startswith("down") and st["reason"] and not st["reason"].startswith(prefix) \
             and st["reason"] != "Not responding"
-        if (st["drain"] and not ours) or set_down:
+        if ((st["drain"] and not ours) or set_down) and classify_reason(st["reason"]):
+            plan["slurm"][node] = st["reason"]
+        elif (st["drain"] and not ours) or set_down:
             plan["operator"].append(node)
         elif codes:
             reason = prefix + ",".join(codes)

@@ -98,7 +98,11 @@ options:
     default: 120
   min_busbw_gbps:
     description:
-      - Floor for the busbw (GB/s) of the largest size; below it C(NCCL_BUSBW_LOW) (error). Not set, no check.
+      - Floor for the busbw (GB/s) of the largest size; below it C(NCCL_BUSBW_LOW) (error). Not set, no check with
+        O(mode=torch) (the health stage passes the floor it derives), and with O(mode=nccl-tests) a floor from the
+        hardware the run used (RV(busbw_floor)), across nodes 0.25 x the rate of this node's active RDMA ports its
+        ranks use (from 16 MiB on), on one node of 8 SXM A100 / H100 / H200 OCI's 185 / 440 GB/s (from 1 GiB on);
+        V(0) turns it off.
       - "Figures seen in public runs: 8xA100 NVLink 235 GB/s at 8 GiB, 2 nodes 8xH100 with 16x200G RoCE 464 GB/s,
         2 nodes with one 100GbE RoCE port about 22 GB/s; see C(docs/troubleshooting.md)."
     type: float
@@ -273,6 +277,18 @@ nccl_tests:
   returned: mode is nccl-tests and the test ran
   type: dict
   sample: {"version": "2.18.3", "test": "all_reduce_perf", "columns": "wrong", "hosts": ["gpu1"], "params": {}}
+busbw_floor:
+  description: With O(mode=nccl-tests), the floor applied and where it came from (C(explicit), C(off), C(rdma),
+    C(nvlink), C(unknown)).
+  returned: mode is nccl-tests and the test ran
+  type: dict
+  sample: {"floor_gbps": 50.0, "source": "rdma", "why": "2 nodes, 8 ranks each: 0.25 x 1600 Gb/s ..."}
+failure:
+  description: With O(mode=nccl-tests) and a failed run, NCCL's own error text kept and classified (C(class) one of
+    transport, process, cuda, system, internal, usage, unknown; C(evidence) the WARN lines that decided it).
+  returned: mode is nccl-tests and the run failed
+  type: dict
+  sample: {"code": "NCCL_TRANSPORT_ERROR", "class": "transport", "nccl_error": null, "evidence": ["..."]}
 """
 
 import json
@@ -284,6 +300,10 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ddp.cluster.plugins.module_utils import diagnosis
 from ansible_collections.ddp.cluster.plugins.module_utils import nccl_health as nh
+from ansible_collections.ddp.cluster.plugins.module_utils.floors import nccl_tests_floor
+from ansible_collections.ddp.cluster.plugins.module_utils.health_io import read_ib_tree
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import parse_nccl_tests
+from ansible_collections.ddp.cluster.plugins.module_utils.rdma_parsers import parse_sysfs_ib
 
 ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "GLOO_")
 OUTPUT_TAIL_LINES = 40
@@ -439,7 +459,13 @@ def main():
         rc, output, timed_out = run_bounded(module, command, build_env(params), None, params["timeout"])
         if timed_out:
             rc = "timeout after %ds" % params["timeout"]
+        ports = parse_sysfs_ib(read_ib_tree(sysfs))
+        roce = {"devices": [{"name": d, "ports": [p for p in ports if p["device"] == d]}
+                            for d in sorted(set(p["device"] for p in ports))]}
+        floor = nccl_tests_floor(parse_nccl_tests(output or ""), roce, params["min_busbw_gbps"])
+        common["min_busbw_gbps"] = floor["floor_gbps"]
         problems, facts = nh.diagnose_nccl_tests(rc, output, subject, **common)
+        facts["busbw_floor"] = floor
         finish(module, problems, facts, command, output)
 
     prefix = torchrun_prefix(params["python_env"])

@@ -19,7 +19,9 @@ description:
   - Runs O(probe) with the training environment's Python (through O(launcher) when it exists, so that the
     library path is the one jobs get) for torch's version and the CUDA, cuDNN and NCCL versions torch really
     loads, and from which file. A library loaded from outside the wheel folder that ships it is
-    C(STACK_LIBRARY_SHADOWED).
+    C(STACK_LIBRARY_SHADOWED); so is a copy of a library the wheel brings (NCCL, cuDNN, cuBLAS, the CUDA runtime) in a
+    folder of the environment's C(LD_LIBRARY_PATH) (an error, as the loader finds it first) or in C(ldconfig -p) (a
+    warning, an error when torch's load error names it), also when torch does not import (the load error is read, not swallowed).
   - Compares the result with the roles' manifest in O(manifest_dir) (C(<role>.json), written from the plan);
     a value that drifted is C(STACK_DRIFT). A kernel module and driver library of different versions is
     C(STACK_DRIVER_MISMATCH). A probe that cannot run or import torch is C(STACK_PROBE_FAILED).
@@ -42,6 +44,13 @@ options:
         directly.
     type: path
     default: /opt/ddp/bin/ddp-env
+  probe_user:
+    description:
+      - Run O(probe) as this user (C(runuser -u), with the user's home) when the module runs as root - the account
+        that runs jobs, so that importing torch and the libraries it loads never runs as root. Empty runs it as the
+        module's user.
+    type: str
+    default: ""
   probe_output:
     description:
       - What O(probe) printed (its JSON object) when a task earlier in the same run ran it, through O(launcher), in
@@ -129,6 +138,7 @@ import hashlib
 import json
 import os
 import platform
+import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import (
@@ -136,7 +146,7 @@ from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import (
 from ansible_collections.ddp.cluster.plugins.module_utils.health_io import C_LOCALE, read_text
 from ansible_collections.ddp.cluster.plugins.module_utils.node_stack import (
     cuda_toolkit_version, driver_problems, drift_problems, flatten, library_problems, loaded_libraries,
-    nvml_library_version, parse_ldconfig, parse_ofed_info, parse_proc_driver_version)
+    nvml_library_version, parse_ldconfig, parse_ofed_info, parse_proc_driver_version, shadowing_problems)
 
 # ------------------------------------------------------------------ I/O edge
 
@@ -190,7 +200,14 @@ def run_probe(module, params):
     argv = [python, probe]
     if params["launcher"] and os.access(params["launcher"], os.X_OK):
         argv = [params["launcher"]] + argv
-    rc, out, err = module.run_command(["timeout", str(params["timeout"])] + argv, environ_update=C_LOCALE)
+    environ = dict(C_LOCALE)
+    if params["probe_user"] and os.geteuid() == 0:
+        try:
+            environ["HOME"] = pwd.getpwnam(params["probe_user"]).pw_dir
+        except KeyError:
+            return None, "probe_user %s does not exist on this node (the access stage creates it)" % params["probe_user"]
+        argv = ["runuser", "-u", params["probe_user"], "--"] + argv
+    rc, out, err = module.run_command(["timeout", str(params["timeout"])] + argv, environ_update=environ)
     if rc != 0:
         return None, "%s exited %d: %s" % (" ".join(argv), rc, (err or out).strip()[-400:])
     try:
@@ -254,7 +271,15 @@ def gather(module, params):
             problems.append(problem(
                 "STACK_DRIFT", "warning", path, "the manifest %s is not JSON" % path,
                 "re-run the stage of the role that writes it"))
-    problems += library_problems(stack["libraries"])
+    loaded = library_problems(stack["libraries"])
+    problems += loaded
+    # A copy on LD_LIBRARY_PATH or in ld.so.conf that shadows the wheel's, named even when torch does not import
+    # (the probe's load error says which library); only where the environment has the wheels' libraries or failed.
+    if probe.get("wheel_lib_dirs") or probe.get("error"):
+        named = set(p["subject"] for p in loaded)
+        problems += [p for p in shadowing_problems(env.get("LD_LIBRARY_PATH"), probe.get("ld_path_libs"), ldconfig,
+                                                   probe.get("wheel_lib_dirs") or None, probe.get("error"))
+                     if p["subject"].split("(")[-1].rstrip(")") not in named]
     problems += driver_problems(stack["driver_kernel"], stack["driver_user"])
     problems += drift_problems(stack, expected)
     return stack, expected, problems
@@ -266,6 +291,7 @@ def build_module():
             python_env=dict(type="path", default="/opt/ddp/venv"),
             probe=dict(type="path"),
             launcher=dict(type="path", default="/opt/ddp/bin/ddp-env"),
+            probe_user=dict(type="str", default=""),
             probe_output=dict(type="dict"),
             files=dict(type="list", elements="path", default=["/etc/nccl.conf", "/etc/slurm/slurm.conf"]),
             manifest_dir=dict(type="path", default="/etc/ddp/expected"),

@@ -45,6 +45,14 @@ options:
     description:
       - The C(NCCL_NET) the jobs will use. V(Socket) on a node with RDMA hardware is reported.
     type: str
+  nccl_ib_hca:
+    description:
+      - The C(NCCL_IB_HCA) the jobs will use (C(mlx5_0:1,mlx5_1), C(^) to exclude, C(=) for exact names). A port
+        it selects is part of the fabric, so that port being down is an error even without an IP address.
+      - Without it, a down port is still an error when its link is trained, it has an IPv4 address, it is the
+        fabric interface's, or (InfiniBand) the same port number is ACTIVE on the node's other InfiniBand HCAs.
+    type: str
+    version_added: 0.3.0
   min_mtu:
     description:
       - Lowest acceptable RoCE C(active_mtu) in bytes (an IB MTU 256, 512, 1024, 2048 or 4096).
@@ -211,6 +219,7 @@ def build_module():
             nccl_socket_ifname=dict(type="str"),
             gloo_socket_ifname=dict(type="str"),
             nccl_net=dict(type="str"),
+            nccl_ib_hca=dict(type="str"),
             min_mtu=dict(type="int", default=4096),
             no_rdma_severity=dict(type="str", choices=list(NO_RDMA_SEVERITIES), default="warning"),
             fail_on=dict(type="str", choices=list(FAIL_ON_CHOICES), default="error"),

@@ -92,8 +92,8 @@ def test_every_module_runs_by_fqcn(installed):
     env, work = installed
     modules = sorted(os.path.splitext(os.path.basename(p))[0]
                      for p in glob.glob(os.path.join(ROOT, "plugins", "modules", "*.py")))
-    assert modules == ["gpu_health", "hardware_facts", "nccl_health", "node_stack", "roce_health", "ssh_check",
-                       "tcp_probe"]
+    assert modules == ["diagnose_output", "gpu_health", "hardware_facts", "installed_files", "nccl_health", "node_stack",
+                       "roce_health", "ssh_check", "tcp_probe"]
     playbook = os.path.join(work, "modules.yml")
     with open(playbook, "w", encoding="utf-8") as handle:
         handle.write("""---
@@ -119,6 +119,13 @@ def test_every_module_runs_by_fqcn(installed):
         known_hosts: /dev/null
       register: known
       failed_when: known.failed_peers != ['peer']
+    - name: Read an installed file and a folder that is not there (its action plugin runs find)
+      ddp.cluster.installed_files:
+        paths: [/etc, /nonexistent/ddp]
+        patterns: [hostname, ddp]
+        get_checksum: true
+      register: installed
+      failed_when: installed.not_directories != ['/nonexistent/ddp'] or installed.files | length != 1
     - name: Check the GPUs
       ddp.cluster.gpu_health:
         check_xid: false
@@ -139,6 +146,12 @@ def test_every_module_runs_by_fqcn(installed):
         python_env: /nonexistent
         fail_on: never
       register: stack
+    - name: Read a line of Slurm's node list
+      ddp.cluster.diagnose_output:
+        text: "n1|down*|Not responding"
+        fail_on: never
+      register: text
+      failed_when: text.errors != ['SLURM_NODE_NOT_RESPONDING']
     - name: Show the verdicts
       ansible.builtin.debug:
         msg: "verdicts gpu={{ gpu.problems | map(attribute='code') | join(',') }}
@@ -149,6 +162,7 @@ def test_every_module_runs_by_fqcn(installed):
                 playbook], work, env)
     out = proc.stdout
     assert "failed=0" in out, out
+    assert "[WARNING]: Skipped" not in out, out
     assert "verdicts gpu=" in out and "NO_GPU" in out and "NO_RDMA" in out, out
     assert "stack=STACK_PROBE_FAILED kernel=%s" % os.uname().release in out, out
 

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from checkout_env import checkout_env
-from podman_nodes import running
+from podman_nodes import running, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = os.path.join(ROOT, "molecule", "local", "inventory", "nodes")
@@ -37,15 +37,6 @@ def bench_processes(node):
     out = subprocess.run(["podman", "exec", node, "ps", "-eo", "args"], capture_output=True, text=True,
                          check=False).stdout
     return [line for line in out.splitlines() if "ddp_bench" in line or "torchrun" in line]
-
-
-def wait_until(predicate, timeout, step=0.5):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return False
 
 
 def systemd_ready(node):
@@ -89,7 +80,7 @@ def test_node_lost_mid_run_is_named_and_nothing_is_left(restart_mol2):
     start = time.time()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        started = wait_until(lambda: any("ddp_bench.py" in p for p in bench_processes("ddp-mol2")), 180)
+        started = wait_until(lambda: any("ddp_bench.py" in p for p in bench_processes("ddp-mol2")), 180, 0.5)
         assert started, "ddp_bench.py never started on ddp-mol2"
         time.sleep(3)
         stopped_at = time.time()

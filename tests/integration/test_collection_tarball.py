@@ -9,9 +9,12 @@ from __future__ import annotations
 import glob
 import json
 import os
+import pathlib
+import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 
 import pytest
 import yaml
@@ -104,13 +107,22 @@ def test_role_and_filter_by_fqcn_from_the_installed_tarball(installed):
     assert "default torch %s" % default_torch in out, out
 
 
-def test_node_health_role_from_the_installed_tarball(installed, tmp_path):
+@pytest.fixture
+def root_only_dir():
+    """A folder for what root installs, outside world-writable /tmp (the roles refuse paths there: VALIDATE_PATH)."""
+    os.makedirs(os.path.join(ROOT, ".cache"), exist_ok=True)
+    path = tempfile.mkdtemp(prefix="test-node-health.", dir=os.path.join(ROOT, ".cache"))
+    yield pathlib.Path(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_node_health_role_from_the_installed_tarball(installed, root_only_dir):
     """node_health copies the collection's module_utils from the install (role_path/../../plugins): the command it
     leaves runs on its own, without Ansible and without the clone, and judges this machine (no GPU: exit 0)."""
     env, work, _tarball = installed
     playbook = local_playbook(work, "node_health.yml", "Install ddp-health from the installed collection", "false",
                               "  roles:\n    - role: ddp.cluster.node_health\n")
-    prefix = tmp_path / "opt"
+    prefix = root_only_dir / "opt"
     proc = run(["ansible-playbook", "-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable,
                 "-e", "node_health_bin_dir=%s/bin node_health_lib_dir=%s/lib" % (prefix, prefix),
                 "-e", "node_health_config_file=%s/health.json" % prefix, playbook], work, env)

@@ -29,7 +29,7 @@ import time
 import pytest
 
 from checkout_env import checkout_env
-from podman_nodes import running
+from podman_nodes import running, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = os.path.join(ROOT, "molecule", "local", "inventory", "nodes")
@@ -71,15 +71,6 @@ def node_states():
         name, state, reason = line.split("|", 2)
         states[name] = (state, reason)
     return states
-
-
-def wait_until(predicate, timeout, step=1.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return False
 
 
 def bench_processes(node):

@@ -47,6 +47,8 @@ CASES = [
     ({"pytorch_env_path": "/srv/other"}, "VALIDATE_ENV_PATH", "pytorch_env_path"),
     ({"ddp_torch_version": "2.1.0", "ddp_torchvision_version": "0.17.0"}, "STACK_TORCHVISION_MISMATCH",
      "ddp_torchvision_version"),
+    ({"slurm_job_elastic": "3:2"}, "VALIDATE_ELASTIC_NODES", "slurm_job_elastic"),
+    ({"ddp_shared_dir": "/tmp/checkpoints"}, "VALIDATE_SHARED_DIR", "ddp_shared_dir"),
 ]
 # A few classes against each stage playbook run alone (an AWX job template).
 STAGE_CASES = [CASES[0], CASES[5], CASES[9], CASES[15]]

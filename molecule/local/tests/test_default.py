@@ -111,9 +111,9 @@ def test_firewall_allows_the_cluster_only(host):
 
 
 def test_benchmark_json_present(host):
-    files = [f for f in host.check_output("ls -1 /var/tmp/ddp-bench/").split() if f.endswith(".json")]
+    files = [f for f in host.check_output("ls -1 /var/lib/ddp/bench/").split() if f.endswith(".json")]
     assert files, "no benchmark result on this node"
-    result = json.loads(host.file("/var/tmp/ddp-bench/" + sorted(files)[-1]).content_string)
+    result = json.loads(host.file("/var/lib/ddp/bench/" + sorted(files)[-1]).content_string)
     assert result["world_size"] == 2
     assert result["nnodes"] == 2
     assert result["samples_per_s"] > 0
@@ -122,10 +122,10 @@ def test_benchmark_json_present(host):
 
 def test_reference_baseline_ran_the_dataloader_across_nodes(host):
     """The default variant reference_baseline (issue 15): DataLoader workers on both nodes, its loader timed alone."""
-    files = sorted(f for f in host.check_output("ls -1 /var/tmp/ddp-bench/").split()
+    files = sorted(f for f in host.check_output("ls -1 /var/lib/ddp/bench/").split()
                    if f.endswith("-reference_baseline.json"))
     assert files, "no reference_baseline result on this node"
-    result = json.loads(host.file("/var/tmp/ddp-bench/" + files[-1]).content_string)
+    result = json.loads(host.file("/var/lib/ddp/bench/" + files[-1]).content_string)
     assert (result["nnodes"], result["data"], result["workers"]) == (2, "loader", 8)
     assert (result["precision"], result["lr"], result["lr_scaling"]) == ("fp32", 0.1, "none")
     assert result["loader"]["samples_per_s_per_process"] > 0

@@ -107,10 +107,27 @@ def test_shipped_job_script_runs_a_users_torchrun_script(host):
 
 
 def test_benchmark_ran_through_slurm(host):
-    files = [f for f in host.check_output("ls -1 /var/tmp/ddp-bench/").split() if f.endswith(".json")]
-    results = [json.loads(host.file("/var/tmp/ddp-bench/" + f).content_string) for f in files]
+    files = [f for f in host.check_output("ls -1 /var/lib/ddp/bench/").split() if f.endswith(".json")]
+    results = [json.loads(host.file("/var/lib/ddp/bench/" + f).content_string) for f in files]
     slurm_runs = [r for r in results if (r.get("scheduler") or {}).get("name") == "slurm"]
     assert slurm_runs, "no benchmark result from a Slurm job on this node"
     two_nodes = [r for r in slurm_runs if r["nnodes"] == 2]
     assert two_nodes and two_nodes[-1]["scheduler"]["job_id"].isdigit()
     assert two_nodes[-1]["world_size"] == 2
+
+
+def test_training_script_and_shared_checkpoint_folder(host):
+    assert host.file("/opt/ddp/bin/ddp_train.py").mode == 0o755
+    conf = host.file("/etc/ddp/slurm-job.conf").content_string
+    for line in ("DDP_SHARED_DIR=/srv/ddp-shared", "DDP_HANG_TIMEOUT=600", "DDP_MAX_REQUEUE=3", "DDP_ELASTIC=''"):
+        assert line in conf.splitlines(), conf
+    folder = host.file("/srv/ddp-shared/checkpoints")
+    assert folder.is_directory and folder.mode == 0o1777 and folder.user == "root"
+    # One storage on every node (the podman volume create.yml mounts): what this node writes, the other reads.
+    name = host.check_output("hostname")
+    other = [n for n in NODES if n != name][0]
+    host.run_expect([0], "echo %s > /srv/ddp-shared/.molecule-shared-%s" % (name, name))
+    try:
+        assert node(other).file("/srv/ddp-shared/.molecule-shared-%s" % name).content_string.strip() == name
+    finally:
+        host.run("rm -f /srv/ddp-shared/.molecule-shared-%s" % name)

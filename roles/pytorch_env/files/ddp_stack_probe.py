@@ -16,6 +16,8 @@ Output keys:
 * ``wheel_lib_dirs``: ``{folder: [file names]}`` of ``site-packages/nvidia/*/lib`` (the CUDA libraries pip installed
   with torch);
 * ``env``: ``NCCL_NET_PLUGIN``, ``LD_LIBRARY_PATH``, ``LD_PRELOAD``, ``HPCX_DIR`` as this process sees them;
+* ``ld_path_libs``: ``{folder: [file names]}`` of the CUDA libraries (NCCL, cuDNN, cuBLAS, the CUDA runtime ...) in
+  each ``LD_LIBRARY_PATH`` folder: copies the loader finds before the wheel's, listed even when torch cannot import;
 * ``error``: only when torch cannot be imported (the message), with the other keys empty.
 
 Exit status 0 whenever the JSON was printed.
@@ -55,6 +57,25 @@ def wheel_lib_dirs(paths=None):
     return out
 
 
+SHADOWING = ("libnccl", "libcudnn", "libcudart", "libcublas", "libnvrtc", "libcusparse", "libcufft", "libcurand",
+             "libcusolver", "libnvJitLink", "libcupti")
+
+
+def ld_path_libs(value):
+    """``{folder: sorted names}`` of the CUDA libraries in each folder of the LD_LIBRARY_PATH value."""
+    out = {}
+    for folder in (value or "").split(":"):
+        if not folder or not os.path.isdir(folder):
+            continue
+        try:
+            names = sorted(n for n in os.listdir(folder) if n.startswith(SHADOWING) and ".so" in n)
+        except OSError:
+            continue
+        if names:
+            out[folder] = names
+    return out
+
+
 def torch_facts():
     """The torch build's versions; loads cuDNN and NCCL where the build has them, so that they show as mapped."""
     import torch  # pylint: disable=import-outside-toplevel,import-error
@@ -89,6 +110,7 @@ def main():
         out["error"] = "%s: %s" % (type(exc).__name__, exc)
     out["mapped"] = mapped_libraries()
     out["wheel_lib_dirs"] = wheel_lib_dirs()
+    out["ld_path_libs"] = ld_path_libs(os.environ.get("LD_LIBRARY_PATH"))
     json.dump(out, sys.stdout, sort_keys=True)
     sys.stdout.write("\n")
     return 0

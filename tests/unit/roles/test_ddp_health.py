@@ -61,19 +61,28 @@ def test_bad_settings_are_unknown_exit_2(tmp_path, settings, text):
 
 
 class SlurmRunner(object):
-    """The real CommandRunner for the checks; sinfo/scontrol answered from a recorded sinfo output."""
+    """The real CommandRunner for the checks; sinfo, squeue and scontrol answered as Slurm 22.05 does: a recorded
+    sinfo output, two jobs running on the node, of which 4243 was submitted with --no-requeue."""
+
+    SLURM = ("/usr/bin/sinfo", "/usr/bin/scontrol", "/usr/bin/squeue")
 
     def __init__(self, deadline_s, sinfo):
         self.real = ddp_health.CommandRunner(deadline_s)
         self.sinfo, self.calls = sinfo, []
 
     def get_bin_path(self, name, required=False, opt_dirs=None):
-        return "/usr/bin/" + name if name in ("sinfo", "scontrol") else self.real.get_bin_path(name)
+        return "/usr/bin/" + name if "/usr/bin/" + name in self.SLURM else self.real.get_bin_path(name)
 
     def run_command(self, args, environ_update=None, **kwargs):
-        if args[0] in ("/usr/bin/sinfo", "/usr/bin/scontrol"):
+        if args[0] in self.SLURM:
             self.calls.append(list(args))
-            return (0, self.sinfo, "") if args[0].endswith("sinfo") else (0, "", "")
+            if args[0].endswith("sinfo"):
+                return 0, self.sinfo, ""
+            if args[0].endswith("squeue"):
+                return 0, "4242\n4243\n", ""
+            if args[1:] == ["requeue", "4243"]:
+                return 1, "", "Requested operation is presently disabled for job 4243\n"
+            return 0, "", ""
         return self.real.run_command(args, environ_update=environ_update)
 
 
@@ -98,10 +107,18 @@ def test_slurm_mode(tmp_path, capsys, ifname, sinfo, exit_code, scontrol):
     assert len(runners) == 2 and runners[0].real.remaining() < 45.01 and 45.01 < runners[1].real.remaining() <= 50
     calls = runners[0].calls + runners[1].calls
     assert calls[0] == ["/usr/bin/sinfo", "-h", "-N", "-n", "ddp-node1", "-o", "%N|%T|%E"]
-    assert calls[1:] == ([scontrol] if scontrol else [])
+    assert calls[1:2] == ([scontrol] if scontrol else [])
     out = capsys.readouterr().out
     action = "none" if scontrol is None else scontrol[3].split("=")[1].lower()
     assert "\n  slurm: %s (" % action in out, out
+    if action == "drain":
+        # The jobs running on the node drained are requeued (a drain alone leaves them there).
+        assert calls[2:] == [["/usr/bin/squeue", "-h", "-t", "RUNNING", "-w", "ddp-node1", "-o", "%A"],
+                             ["/usr/bin/scontrol", "requeue", "4242"], ["/usr/bin/scontrol", "requeue", "4243"]]
+        assert "\n  slurm: requeued the jobs running here: 4242; not requeued: job 4243: Requested operation is " \
+            "presently disabled for job 4243" in out, out
+    else:
+        assert len(calls) == 1 + bool(scontrol) and "requeued" not in out
 
 
 def _imports(path):
@@ -151,3 +168,99 @@ def test_slurm_mode_says_why_a_failing_node_was_not_drained(tmp_path, capsys):
     assert code == 1
     assert "ddp-health: other-name FAILS but was not drained: other-name is not a node sinfo lists" in \
         capsys.readouterr().err
+
+
+FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
+
+
+def test_diagnose_reads_a_text_and_gives_the_verdict_and_exit_code(tmp_path):
+    """``--diagnose`` runs the text readers (scontrol, a training log) instead of the node checks, one verdict."""
+    scontrol = os.path.join(FIXTURES, "slurm", "scontrol_show_node_IDLE+DRAIN_gres-gpu-count-lower__awsome-distributed-ai-195.txt")
+    proc = run(tmp_path, {}, "--diagnose", scontrol, "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["verdict"] == "FAIL" and report["errors"] == ["SLURM_GRES_MISMATCH"]
+    assert report["inputs"] == [{"file": scontrol, "kind": "scontrol", "verdict": "FAIL"}]
+    log = os.path.join(FIXTURES, "runtime", "torch_watchdog_timeout_ALLREDUCE_SeqNum1580_8ranks__LlamaFactory-7396.txt")
+    proc = run(tmp_path, {}, "--diagnose", log, "--context", '{"world_size": 8}')
+    assert proc.returncode == 1 and "[TORCH_NCCL_WATCHDOG_TIMEOUT] error" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_diagnose_of_a_healthy_output_and_of_stdin(tmp_path, capsys):
+    ibstat = os.path.join(FIXTURES, "rdma", "ibstat_2xConnectX3-mlx4_FDR56_all-Active__Heioy-Books.txt")
+    assert ddp_health.main(["--config", str(tmp_path / "absent.json"), "--diagnose", ibstat]) == 0
+    assert capsys.readouterr().out.startswith("ddp-health: PASS on ")
+    args = ddp_health.parse_args(["--diagnose", "-", "--kind", "sinfo"])
+    report = ddp_health.diagnose_files(args, "n1", 0.0, lambda: 0.0,
+                                       stdin=__import__("io").StringIO("n1|down*|Not responding\n"))
+    assert report["verdict"] == "FAIL" and report["errors"] == ["SLURM_NODE_NOT_RESPONDING"]
+    bad = ddp_health.parse_args(["--diagnose", ibstat, "--context", "[1]"])
+    assert ddp_health.diagnose_files(bad, "n1", 0.0, lambda: 0.0)["verdict"] == "UNKNOWN"
+
+
+def _prom(path):
+    """{(name, frozenset of label pairs): value} of an exposition file (the lines that are not comments)."""
+    out = {}
+    for line in path.read_text().splitlines():
+        if not line or line.startswith("#"):
+            continue
+        series, value = line.rsplit(" ", 1)
+        name, _sep, labels = series.partition("{")
+        pairs = frozenset(tuple(item.split("=", 1)) for item in labels.rstrip("}").split(",") if item)
+        out[(name, frozenset((k, v.strip('"')) for k, v in pairs))] = float(value)
+    return out
+
+
+def test_slurm_mode_writes_the_verdict_and_the_drain_as_metrics(tmp_path, capsys):
+    """As HealthCheckProgram, a failing node is drained and its metrics say so: unhealthy, the code, drained by us;
+    the files are whole (written beside and renamed) and 0644, and no temporary file is left."""
+    textfile = tmp_path / "textfile"
+    textfile.mkdir()
+    path = tmp_path / "health.json"
+    path.write_text(json.dumps({"roce": {"gloo_socket_ifname": "nosuch0"}, "metrics": {"textfile_dir": str(textfile)}}))
+    env = {"SLURMD_NODENAME": "ddp-node1"}
+    assert ddp_health.main(["--config", str(path), "--slurm"], environ=env, wall_clock=lambda: 1700000000.5,
+                           runner_factory=lambda s: SlurmRunner(s, "ddp-node1|idle|none\n")) == 1
+    health = _prom(textfile / "ddp_health.prom")
+    src = ("source", "ddp-health")
+    assert health[("ddp_health_healthy", frozenset([src]))] == 0
+    assert health[("ddp_health_verdict", frozenset([src, ("verdict", "FAIL")]))] == 1
+    assert health[("ddp_health_verdict", frozenset([src, ("verdict", "PASS")]))] == 0
+    assert health[("ddp_health_problem", frozenset([src, ("code", "IFNAME_NOT_FOUND"), ("severity", "error")]))] == 1
+    assert health[("ddp_health_last_run_timestamp_seconds", frozenset([src]))] == 1700000000.5
+    drain = _prom(textfile / "ddp_slurm_drain.prom")
+    assert drain == {("ddp_health_slurm_drained", frozenset([("reason", "ddp-health:IFNAME_NOT_FOUND")])): 1}
+    assert sorted(p.name for p in textfile.iterdir()) == ["ddp_health.prom", "ddp_slurm_drain.prom"]
+    assert (textfile / "ddp_health.prom").stat().st_mode & 0o777 == 0o644
+    capsys.readouterr()
+
+
+def test_record_writes_the_health_stages_verdict_and_exits_0(tmp_path):
+    """ddp-health --record (the health stage, per node): no check runs; the verdict and codes as given, tier-labelled."""
+    textfile = tmp_path / "textfile"
+    textfile.mkdir()
+    proc = run(tmp_path, {"metrics": {"textfile_dir": str(textfile)}}, "--record", "FAIL", "--errors", "BURNIN_SLOW",
+               "--warnings", "NO_GPU,NO_RDMA", "--tier", "burnin", "--node", "ddp-node2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    stage = _prom(textfile / "ddp_health_stage.prom")
+    base = [("source", "health-stage"), ("tier", "burnin")]
+    assert stage[("ddp_health_healthy", frozenset(base))] == 0
+    assert stage[("ddp_health_problem", frozenset(base + [("code", "BURNIN_SLOW"), ("severity", "error")]))] == 1
+    assert stage[("ddp_health_problem", frozenset(base + [("code", "NO_RDMA"), ("severity", "warning")]))] == 1
+    assert not (textfile / "ddp_health.prom").exists()
+
+
+def test_no_textfile_folder_writes_nothing_and_says_so(tmp_path):
+    proc = run(tmp_path, {"metrics": {"textfile_dir": str(tmp_path / "missing")}})
+    assert proc.returncode == 0 and "metrics not written" in proc.stderr and "is not a folder" in proc.stderr
+    assert not (tmp_path / "missing").exists()
+
+
+def test_a_planted_link_in_the_textfile_folder_is_replaced_not_followed(tmp_path):
+    """The folder may belong to the exporter's user: the program, as root, never writes through a link there."""
+    textfile = tmp_path / "textfile"
+    textfile.mkdir()
+    target = tmp_path / "victim"
+    target.write_text("keep")
+    (textfile / "ddp_health.prom").symlink_to(target)
+    assert run(tmp_path, {"metrics": {"textfile_dir": str(textfile)}}).returncode == 0
+    assert target.read_text() == "keep" and not (textfile / "ddp_health.prom").is_symlink()

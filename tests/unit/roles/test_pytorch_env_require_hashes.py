@@ -145,7 +145,8 @@ def test_the_node_installs_the_lock_alone_from_the_served_index(converged):
     cmd = converged["first"]["cmd"]
     assert cmd[:5] == [str(tmp / "venv" / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
     assert cmd[5] == "--index-url" and re.match(r"^http://127\.0\.0\.1:\d+/simple/$", cmd[6]), cmd
-    assert cmd[7:] == ["--trusted-host", "127.0.0.1", "--require-hashes", "-r", node + "/" + lock]
+    assert cmd[7:] == ["--trusted-host", "127.0.0.1", "--only-binary", ":all:", "--require-hashes", "-r",
+                       node + "/" + lock]
     assert os.listdir(node) == [lock], "only the lock file is copied with the http transport"
     show = subprocess.run([str(tmp / "venv" / "bin" / "python"), "-c", "import ddpfake_a, ddpfake_b; "
                            "print(ddpfake_a.VERSION, ddpfake_b.VERSION)"], capture_output=True, text=True, check=False)
@@ -182,7 +183,8 @@ def test_copy_transport_copies_the_wheelhouse_and_installs_with_find_links(tmp_p
     node = str(case["tmp"] / "node-wheelhouse")
     lock = os.path.basename(glob.glob(str(case["tmp"] / "wheelhouse" / ".ddp-*.lock"))[0])
     cmd = json.loads((case["tmp"] / "pip-input.json").read_text())["cmd"]
-    assert cmd[5:] == ["--no-index", "--find-links=" + node, "--require-hashes", "-r", node + "/" + lock]
+    assert cmd[5:] == ["--no-index", "--find-links=" + node, "--only-binary", ":all:", "--require-hashes", "-r",
+                       node + "/" + lock]
     assert "ddpfake_b-2.0-py3-none-any.whl" in os.listdir(node)
 
 

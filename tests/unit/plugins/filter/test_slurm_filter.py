@@ -32,3 +32,9 @@ def test_keywords_on_the_combined_listing_match_the_two_listings():
 def test_the_node_is_required():
     with pytest.raises(AnsibleFilterError, match="node is required"):
         account_problems("", wanted=WANTED)
+
+
+def test_job_ids_filter_as_the_health_stage_calls_it():
+    assert FILTERS["slurm_job_ids"](read("squeue_h_A_running-on-node.txt")) == [4, 5]
+    with pytest.raises(AnsibleFilterError):
+        FILTERS["slurm_job_ids"]("JOBID\n4\n")

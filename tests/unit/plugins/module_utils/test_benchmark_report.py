@@ -380,8 +380,40 @@ def test_slurm_runs_carry_their_job_id_into_table_csv_and_provenance():
     assert re.search(r"\| all nodes +\|.*\| +42 \|$", report["table"], re.M), report["table"]
     assert "- Slurm job 42 on ddp-node[1-3] (3 node(s), partition ddp)" in report["markdown"]
     csv_lines = report["csv"].splitlines()
-    assert csv_lines[0].endswith(",slurm_job_id") and csv_lines[-1].endswith(",42")
+    assert csv_lines[0].endswith(",slurm_job_id,slurm_state,slurm_elapsed,slurm_nodes")
+    assert csv_lines[-1].endswith(",42,,,")
     assert "launcher slurm" in report["markdown"]
+
+
+def test_slurm_column_takes_state_and_elapsed_time_from_sacct():
+    """With the accounting database's record (sacct, module_utils/slurm_accounting.parse_sacct), the Slurm column
+    shows each job's state and elapsed time; a job sacct does not list keeps its id alone."""
+    runs = _runs((["1 process", "1 node"], None, 1, 1, 839.2), (["all nodes"], None, 3, 3, 1104.1))
+    for index, item in enumerate(runs):
+        item["result"]["scheduler"] = {"name": "slurm", "job_id": str(41 + index), "nodelist": "ddp-node[1-3]",
+                                       "nodes": str(item["result"]["nnodes"]), "partition": "ddp"}
+    sacct = {"42": {"state": "COMPLETED", "elapsed": "00:00:31", "elapsed_s": 31, "nodes": "ddp-node[1-3]",
+                    "job_name": "ddp-bench-m-1", "exit_code": "0:0"}}
+    report = build_report(runs, "20261201T040000Z", "0.2.0", launcher="slurm", accounting=sacct)
+    assert report["table"].splitlines()[0].rstrip(" |").endswith("Slurm job (sacct)")
+    assert re.search(r"\| all nodes +\|.*\| +42 COMPLETED 00:00:31 \|$", report["table"], re.M), report["table"]
+    assert re.search(r"\| 1 process +\|.*\| +41 \|$", report["table"], re.M), report["table"]
+    assert "sacct: COMPLETED after 00:00:31 on ddp-node[1-3]" in report["markdown"]
+    assert report["csv"].splitlines()[-1].endswith(",42,COMPLETED,00:00:31,ddp-node[1-3]")
+
+
+def test_the_table_says_when_two_rows_are_one_run():
+    # CPU nodes: "1 process" and "1 node" are one Slurm job, two rows; the GPU shape has no such pair.
+    runs = _runs((["1 process", "1 node"], None, 1, 1, 839.2), (["all nodes"], None, 3, 3, 1104.1))
+    for index, item in enumerate(runs):
+        item["result"]["scheduler"] = {"name": "slurm", "job_id": str(41 + index)}
+    table = build_report(runs, "m", "0.2.0", launcher="slurm")["table"]
+    assert table.splitlines()[-1] == "1 process and 1 node are one run (Slurm job 41): the same figures, shown once per scope."
+    assert table.splitlines()[-2] == "" and table.count("one run") == 1
+    torchrun = build_report(_runs((["1 process", "1 node"], None, 1, 1, 839.2)), "m", "0.2.0")
+    assert "1 process and 1 node are one run (run id r0)" in torchrun["markdown"]
+    gpu = build_report(_runs((["1 process"], None, 1, 1, 800.0), (["1 node"], None, 4, 1, 3000.0)), "m", "0.2.0")
+    assert "one run" not in gpu["table"] and gpu["table"].splitlines()[-1].startswith("| 1 node ")
 
 
 def test_runs_without_slurm_have_no_job_column():

@@ -146,3 +146,45 @@ def test_measured_tcp_without_a_link_speed_and_partial_measurements():
     assert out["source"] == "ethernet"
     with pytest.raises(ValueError, match="tcp_gbps of a must be a number"):
         floors.busbw_floor({"a": {"gpus": 0, "roce": VETH, "tcp_gbps": "fast"}})
+
+
+# ------------------------------------------------------------------ nccl-tests mode's default floor (issue 34)
+
+def _nccl_tests(name):
+    from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import parse_nccl_tests
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "nccl", name)
+    with open(path) as handle:
+        return parse_nccl_tests(handle.read())
+
+
+def _rails(n, rate):
+    return {"devices": [{"name": "mlx5_%d" % i, "ports": [{"port": 1, "state": "ACTIVE", "phys_state": "LinkUp",
+                                                           "rate_gbps": rate}]} for i in range(n)]}
+
+
+def test_nccl_tests_floor_on_one_node_of_8_a100():
+    parsed = _nccl_tests("nccl-tests_all_reduce_perf_1node-8xA100-SXM4-40GB_NVLink_g8__ocitutorials.txt")
+    floor = floors.nccl_tests_floor(parsed)
+    assert (floor["floor_gbps"], floor["source"]) == (185.0, "nvlink")
+    assert floors.nccl_tests_floor(parsed, explicit=0)["source"] == "off"
+    assert floors.nccl_tests_floor(parsed, explicit=200)["floor_gbps"] == 200
+
+
+def test_nccl_tests_floor_across_nodes_from_the_rdma_ports():
+    parsed = _nccl_tests("nccl-tests_all_reduce_perf_2node-H100_RoCEv2-16x200G_OCI__ocitutorials.txt")
+    floor = floors.nccl_tests_floor(parsed, _rails(16, 200.0))
+    # 8 ranks per node use 8 of the 16 ports: 0.25 x 8 x 200 Gb/s / 8 bits
+    assert (floor["floor_gbps"], floor["source"]) == (50.0, "rdma")
+    assert floors.nccl_tests_floor(parsed, None)["floor_gbps"] is None
+
+
+def test_the_socket_run_fails_the_floor_its_rdma_ports_would_set():
+    from ansible_collections.ddp.cluster.plugins.module_utils.nccl_health import diagnose_nccl_tests
+    name = "nccl-tests_all_reduce_perf_2node-8xH200_NCCL_IB_DISABLE-socket_single-NIC__schmaustech-nvidia-tools-image.txt"
+    parsed = _nccl_tests(name)
+    floor = floors.nccl_tests_floor(parsed, _rails(8, 400.0))
+    assert floor["floor_gbps"] == 100.0
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "nccl", name)
+    with open(path) as handle:
+        problems, _facts = diagnose_nccl_tests(0, handle.read(), "node n1", min_busbw_gbps=floor["floor_gbps"])
+    assert "NCCL_BUSBW_LOW" in [p["code"] for p in problems]

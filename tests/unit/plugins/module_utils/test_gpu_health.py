@@ -127,7 +127,7 @@ ROWS = [
      set_gpu("pcie.gen_current", 3), {}, []),
     ("derived: PCIe Gen3 of Gen5 while busy", smi(H100_CSV, "csv"), {},
      lambda f: f["gpus"][0].update(clock_event_reasons=[], utilization_gpu=97, pcie=dict(f["gpus"][0]["pcie"], gen_current=3)),
-     {}, [("GPU_PCIE_DEGRADED", "warning")]),
+     {}, [("GPU_PCIE_DEGRADED", "error")]),  # judged like a width downgrade (issue 34)
     ("derived: PCIe Gen3 busy, pcie_check off", smi(H100_CSV, "csv"), {"pcie_check": False},
      lambda f: f["gpus"][0].update(clock_event_reasons=[], utilization_gpu=97, pcie=dict(f["gpus"][0]["pcie"], gen_current=3)),
      {}, []),

@@ -146,9 +146,11 @@ def test_net_using_lines_detail():
     parsed = parse_nccl_debug(read("nccl_debug_INFO_NET-Using-lines_IB-RoCE-bond-Socket-FastSocket__ml-engineering.txt"))
     ib = parsed["net"][3]
     assert ib["plugin"] == "IB" and ib["relaxed_ordering"] is True and ib["oob"] == "ibp25s0:10.0.12.82"
-    assert ib["devices"][8] == {"index": 8, "name": "mlx5_bond_0", "port": 1, "link_layer": "RoCE", "address": None}
+    assert ib["devices"][8] == {"index": 8, "name": "mlx5_bond_0", "port": 1, "link_layer": "RoCE",
+                                "address": None, "features": []}
     sock = parsed["net"][2]
-    assert sock["devices"] == [{"index": 0, "name": "eth0", "port": None, "link_layer": None, "address": "10.0.0.23"}]
+    assert sock["devices"] == [{"index": 0, "name": "eth0", "port": None, "link_layer": None, "address": "10.0.0.23",
+                                "features": []}]
 
 
 def test_official_excerpt_warn_and_channels():
@@ -199,6 +201,16 @@ def test_net_transport_precedence():
     assert net_transport({"channels": [], "networks": ["IB"], "net_plugins": ["IB", "Socket"]}) == "IB"
     assert net_transport({"channels": [], "networks": [], "net_plugins": ["Socket"]}) == "Socket"
     assert net_transport({"channels": [{"kind": "P2P", "via": "P2P/CUMEM"}], "networks": [], "net_plugins": []}) is None
+
+
+def test_a_one_rank_communicator_has_no_network_transport():
+    # One H200, torch's NCCL 2.28.9: NCCL says "Using network Socket" early in the log, but one rank sends nothing.
+    tail = read("nccl-2.28.9_torch-2.11_H200_one-rank_tail.txt")
+    parsed = parse_nccl_debug("h:1:1 [0] NCCL INFO Using network Socket\n" + tail)
+    assert parsed["nranks"] == 1 and parsed["networks"] == ["Socket"]
+    assert parsed["transport"] is None
+    two = parse_nccl_debug("h:1:1 [0] NCCL INFO Using network Socket\n" + tail.replace("nranks 1", "nranks 2"))
+    assert two["nranks"] == 2 and two["transport"] == "Socket"
 
 
 def test_parse_log_line():
@@ -261,3 +273,38 @@ def test_busbw_bad_input(args):
 ])
 def test_normalize_nccl_version(value, expected):
     assert normalize_nccl_version(value) == expected
+
+
+# ------------------------------------------------------------------ external net plugins (issue 34)
+
+def _nccl_fixture(name):
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "nccl", name)) as handle:
+        return handle.read()
+
+
+def test_net_ib_lines_with_a_plugin_suffix_keep_port_and_link_layer():
+    log = parse_nccl_debug(_nccl_fixture("nccl_info_NET-IB-SHARP_IBext_plugin-v6-fallback__nccl-1357.txt"))
+    devices = log["net"][0]["devices"]
+    assert [(d["name"], d["port"], d["link_layer"], d["features"]) for d in devices] == [
+        ("mlx5_0", 1, "IB", ["SHARP"]), ("mlx5_1", 1, "IB", ["SHARP"]), ("mlx5_4", 1, "IB", ["SHARP"]),
+        ("mlx5_5", 1, "IB", ["SHARP"])]
+    assert log["net"][0]["relaxed_ordering"] and log["net"][0]["oob"] == "ibp25s0:10.20.0.119"
+    assert log["transport"] == "IB" and log["networks"] == ["IBext", "IBext"]
+    assert log["net_plugin"] == {"loaded": "NCCL RDMA Plugin v6", "version": "v6", "collnet": "SHARP",
+                                 "path": "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so",
+                                 "missing_versions": ["v8"], "internal": False}
+
+
+def test_the_internal_plugin_on_roce_after_a_failed_plugin_load():
+    log = parse_nccl_debug(_nccl_fixture("nccl_info_NET-IB-RoCE_internal-plugin_dlerror__nccl-tests-185.txt"))
+    assert [(d["name"], d["port"], d["link_layer"]) for d in log["net"][0]["devices"]] == [
+        ("mlx5_10", 1, "RoCE"), ("mlx5_11", 1, "RoCE")]
+    assert log["net_plugin"]["internal"] is True and log["net_plugin"]["loaded"] is None
+    assert log["transport"] == "IB" and log["nccl_version"] == "2.19.3"
+
+
+@pytest.mark.parametrize("name, kind", [("IB", "IB"), ("IBext", "IB"), ("IBext_v8", "IB"), ("Socket", "Socket"),
+                                        ("AWS Libfabric", "OFI"), ("FastSocket", "FastSocket")])
+def test_net_kind(name, kind):
+    from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import net_kind
+    assert net_kind(name) == kind

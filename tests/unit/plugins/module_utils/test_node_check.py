@@ -73,6 +73,9 @@ def test_defaults_are_the_modules_defaults():
     assert cfg["deadline_s"] == 50.0 and cfg["slurm"] == {"prefix": "ddp-health:"}
     assert cfg["gpu"]["max_temperature_c"] == 85 and cfg["gpu"]["no_gpu_severity"] == "warning"
     assert cfg["roce"]["min_mtu"] == 4096 and cfg["roce"]["sysfs_root"] == "/sys"
+    assert cfg["metrics"] == {"textfile_dir": ""}
+    assert node_check.load_config({"metrics": {"textfile_dir": "/var/lib/prometheus/node-exporter"}})["metrics"] == {
+        "textfile_dir": "/var/lib/prometheus/node-exporter"}
 
 
 def test_the_options_are_the_modules_options():
@@ -120,6 +123,8 @@ def test_every_settings_error_is_listed_at_once():
     ({"deadline_s": True}, "deadline_s must be a number"),
     ({"slurm": {"prefix": "x:", "drain": True}}, "slurm must be a mapping with prefix only"),
     ({"slurm": {"prefix": "ddp"}}, "slurm.prefix must be a non-empty text other than the health stage's ddp:"),
+    ({"metrics": {"textfile_dir": "metrics"}}, "metrics.textfile_dir must be empty (no metrics) or an absolute path"),
+    ({"metrics": {"textfile_dir": "/m", "port": 9100}}, "metrics must be a mapping with textfile_dir only"),
 ])
 def test_bad_settings(data, message):
     with pytest.raises(node_check.ConfigError) as err:
@@ -232,7 +237,18 @@ def test_slurm_plan_resumes_its_own_drain_only_when_healthy():
 
 def test_slurm_plan_rejects_other_output():
     with pytest.raises(SlurmParseError):
-        node_check.slurm_plan("NODELIST   NODES PARTITION STATE\nddp-node1 1 ddp* idle\n", "ddp-node1", verdict("PASS"))
+        node_check.slurm_plan("slurm_load_node error: Unable to contact slurm controller\n", "ddp-node1",
+                              verdict("PASS"))
+
+
+def test_slurm_plan_reads_a_node_list_and_names_what_slurm_set():
+    plan = node_check.slurm_plan("NODELIST   NODES PARTITION STATE\nddp-node1 1 ddp* idle\n", "ddp-node1", verdict("PASS"))
+    assert plan["action"] == "none" and plan["problems"] == []
+    plan = node_check.slurm_plan("ddp-node1|drained|Low RealMemory\n", "ddp-node1", verdict("PASS"))
+    assert plan["action"] == "none" and "Slurm itself" in plan["why"]
+    assert [(p["code"], p["severity"]) for p in plan["problems"]] == [("SLURM_NODE_LOW_RESOURCES", "error")]
+    report = node_check.merge_problems(verdict("PASS"), plan["problems"])
+    assert report["verdict"] == "FAIL" and report["errors"] == ["SLURM_NODE_LOW_RESOURCES"]
 
 
 def test_a_node_an_operator_set_down_is_left_alone():

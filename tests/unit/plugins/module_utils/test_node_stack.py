@@ -169,3 +169,67 @@ def test_probe_lists_the_wheel_library_folders(tmp_path):
     (lib / "libnccl.so.2").write_bytes(b"")
     (tmp_path / "nvidia" / "nccl" / "include").mkdir()
     assert probe.wheel_lib_dirs([str(tmp_path), os.devnull]) == {str(lib): ["libnccl.so.2"]}
+
+
+# ------------------------------------------------------------------ shadowing without torch importing (issue 34)
+
+def _fx(name):
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "node_stack", name)) as handle:
+        return handle.read()
+
+
+def _found(problems):
+    return [(p["code"], p["severity"], p["subject"]) for p in problems]
+
+
+def test_a_cudnn_on_ld_library_path_shadows_the_wheels():
+    cudnn = _fx("ldconfig-p_grep-libcudnn_cuDNN8-in-usr-local-cuda.txt")
+    found = ns.shadowing_problems("LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:/usr/lib", None, cudnn)
+    assert _found(found) == [("STACK_LIBRARY_SHADOWED", "error", "cuDNN (libcudnn)")]
+    assert "/usr/local/cuda/targets/x86_64-linux/lib/libcudnn.so.8" in found[0]["message"]
+    # the same copies only in the linker cache: a warning where the wheel ships cuDNN 8, nothing where that is unknown
+    wheel = {"/venv/site-packages/nvidia/cudnn/lib": ["libcudnn.so.8", "libcudnn_ops_infer.so.8"]}
+    assert _found(ns.shadowing_problems("", None, cudnn, wheel)) == [
+        ("STACK_LIBRARY_SHADOWED", "warning", "cuDNN (libcudnn)")]
+    assert ns.shadowing_problems("", None, cudnn) == []
+
+
+def test_a_listed_folder_and_the_wheels_own_folder():
+    wheel = {"/venv/lib/python3.11/site-packages/nvidia/nccl/lib": ["libnccl.so.2"]}
+    listing = {"/opt/nccl/lib": ["libnccl.so.2", "libnccl.so.2.18.1", "libnccl_static.a"],
+               "/venv/lib/python3.11/site-packages/nvidia/nccl/lib": ["libnccl.so.2"]}
+    path = "/opt/nccl/lib:/venv/lib/python3.11/site-packages/nvidia/nccl/lib"
+    assert _found(ns.shadowing_problems(path, listing, "", wheel)) == [
+        ("STACK_LIBRARY_SHADOWED", "error", "NCCL (libnccl)")]
+    assert ns.shadowing_problems("/venv/lib/python3.11/site-packages/nvidia/nccl/lib", listing, "", wheel) == []
+
+
+def test_the_load_error_names_the_library_instead_of_being_swallowed():
+    nccl = _fx("ldconfig-p_grep-nccl_libnccl2-deb_ubuntu22.txt")
+    error = _fx("torch_import_error_undefined-symbol-ncclCommRegister__pytorch-120186.txt")
+    assert ns.load_error_libraries(error)[0][0] == "libnccl.so.2"
+    assert _found(ns.shadowing_problems("", None, nccl, None, error)) == [
+        ("STACK_LIBRARY_SHADOWED", "error", "NCCL (libnccl)")]
+    cudnn_error = _fx("torch_cudnn_load_error_undefined-symbol-version-libcudnn_ops_infer__pytorch-104591.txt")
+    found = ns.shadowing_problems("", None, "", None, cudnn_error)
+    assert _found(found) == [("STACK_LIBRARY_SHADOWED", "error", "cuDNN (libcudnn)")]
+    assert "libcudnn_ops_infer.so.8" in found[0]["message"]
+
+
+@pytest.mark.parametrize("text, folders", [
+    ("/a:/b", ["/a", "/b"]), ("export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$X", ["/usr/local/cuda/lib64", "$X"]),
+    ("", []), ("/a::/b", ["/a", ".", "/b"]),
+])
+def test_parse_ld_library_path(text, folders):
+    assert ns.parse_ld_library_path(text) == folders
+
+
+def test_the_controllers_cache_has_nothing_to_shadow():
+    assert ns.shadowing_problems("", None, _fx("ldconfig-p_debian12-controller.txt")) == []
+
+
+def test_probe_lists_the_cuda_libraries_of_ld_library_path(tmp_path):
+    for name in ("libnccl.so.2", "libnccl.so.2.18.1", "libz.so.1", "libcudnn_ops_infer.so.8"):
+        (tmp_path / name).write_text("")
+    value = "%s:%s:" % (tmp_path, tmp_path / "absent")
+    assert probe.ld_path_libs(value) == {str(tmp_path): ["libcudnn_ops_infer.so.8", "libnccl.so.2", "libnccl.so.2.18.1"]}

@@ -94,9 +94,9 @@ LINK_ROWS = [
     ("derived: switch upstream link at Gen4, GPU idle: judged on the HCA's path only", (SWITCH_UP, ROOT),
      "Speed 32GT/s (ok)", "Speed 16GT/s (downgraded)", [],
      [("PCIE_LINK_DEGRADED", "warning", "PCIe link 0000:48:01.0 -> 0000:49:00.0 (above HCA 0000:4d:00.0)")]),
-    ("derived: the same while the GPU is busy", (SWITCH_UP, ROOT),
+    ("derived: the same while the GPU is busy: an error, as a width downgrade is", (SWITCH_UP, ROOT),
      "Speed 32GT/s (ok)", "Speed 16GT/s (downgraded)", [GPU],
-     [("PCIE_LINK_DEGRADED", "warning", "PCIe link 0000:48:01.0 -> 0000:49:00.0 (above GPU 0000:4c:00.0)")]),
+     [("PCIE_LINK_DEGRADED", "error", "PCIe link 0000:48:01.0 -> 0000:49:00.0 (above GPU 0000:4c:00.0)")]),
     ("derived: ConnectX-7 at Gen4", (HCA, "0000:4a:02.0"), "Speed 32GT/s (ok)", "Speed 16GT/s (downgraded)", [],
      [("PCIE_LINK_DEGRADED", "warning", "PCIe link 0000:4a:02.0 -> HCA 0000:4d:00.0")]),
     ("derived: ConnectX-7 at x8", (HCA, "0000:4a:02.0"), "Width x16 (ok)", "Width x8 (downgraded)", [],
@@ -262,3 +262,55 @@ def test_gpu_health_says_when_the_links_cannot_be_read():
                 {"pci_devices": [gpu], "smi_found": False, "lspci_missing": True}):
         found = [(p["code"], p["severity"]) for p in diagnose(build_facts(raw)) if p["code"].startswith("PCIE_")]
         assert found == [("PCIE_LINKS_UNREADABLE", "info")], raw
+
+
+# ------------------------------------------------------------------ line rate of NICs, nodes without GPUs (issue 34)
+
+def test_link_gbps_matches_the_kernels_figures():
+    from ansible_collections.ddp.cluster.plugins.module_utils.pcie import link_gbps
+    assert round(link_gbps(8, 8), 3) == 63.015 and round(link_gbps(8, 16), 1) == 126.0
+    assert round(link_gbps(16, 16)) == 252 and link_gbps(2.5, 1) == 2.0 and link_gbps(None, 16) is None
+
+
+def test_a_nic_whose_link_cannot_carry_its_port_is_an_error():
+    # derived: the ConnectX-7 of the real H100 fixture trained at Gen4 (16 GT/s x16 = 252 Gb/s) with a 400 Gb/s port
+    text = replace_in_block(fixture(H100_SWITCH), "4d:00.0", "Speed 32GT/s (ok)", "Speed 16GT/s (downgraded)")
+    links = parse_lspci_links(text)
+    found = codes(link_problems(TARGETS, ANCESTORS, links, line_rates={HCA: 400.0}))
+    assert [c[:2] for c in found] == [("PCIE_LINK_BELOW_LINE_RATE", "error")]
+    # the same link under a 200 Gb/s port still carries it: a warning
+    assert [c[:2] for c in codes(link_problems(TARGETS, ANCESTORS, links, line_rates={HCA: 200.0}))] == [
+        ("PCIE_LINK_DEGRADED", "warning")]
+
+
+def test_the_kernels_limited_line_of_a_connectx_below_its_port_rate_is_an_error():
+    messages = parse_kernel_pcie(fixture("dmesg_pcie_bw_limited_mlx5_oldformat__l2fwd-nv-6.txt"))
+    targets = {"0000:b3:00.1": "HCA"}
+    found = kernel_problems(targets, {}, messages, line_rates={"0000:b3:00.1": 100.0})
+    assert [(p["code"], p["severity"]) for p in found] == [("PCIE_LINK_BELOW_LINE_RATE", "error")]
+    assert "63.008 Gb/s" in found[0]["message"] and "100 Gb/s line rate" in found[0]["message"]
+
+
+def test_a_node_without_gpus_still_has_its_nics_links_checked():
+    text = replace_in_block(fixture(H100_SWITCH), "4d:00.0", "Width x16 (ok)", "Width x8 (downgraded)")
+    facts = build_facts({"pci_devices": [{"address": HCA, "vendor": "0x15b3", "device": "0x1021", "class": "0x020000"}],
+                         "pci_ancestors": {HCA: ANCESTORS[HCA]}, "lspci_vvv": text, "nic_rates": {HCA: 400.0}})
+    assert facts["pci_gpus"] == [] and facts["pci_nics"] == [HCA]
+    found = [(p["code"], p["severity"]) for p in diagnose(facts, {"no_gpu_severity": "info"})]
+    assert ("PCIE_LINK_BELOW_LINE_RATE", "error") in found and ("NO_GPU", "info") in found
+
+
+def test_lspci_text_alone():
+    from ansible_collections.ddp.cluster.plugins.module_utils.pcie import lspci_text_problems
+    assert lspci_text_problems(fixture(H100_SWITCH)) == []
+    # derived: the H100 at 2.5 GT/s at full width while busy is judged as a narrow link is
+    gpu_slow = replace_in_block(fixture(H100_SWITCH), "4c:00.0", "Speed 32GT/s (ok)", "Speed 2.5GT/s (downgraded)")
+    found = lspci_text_problems(gpu_slow)
+    assert [(p["code"], p["severity"]) for p in found] == [("PCIE_LINK_DEGRADED", "error")]
+    assert "idle" in found[0]["fix"] and lspci_text_problems(gpu_slow, busy=False) == []
+    # derived: the ConnectX-7 (a 400 Gb/s model) at x8 Gen5 = 252 Gb/s: below its line rate
+    nic_narrow = replace_in_block(fixture(H100_SWITCH), "4d:00.0", "Width x16 (ok)", "Width x8 (downgraded)")
+    assert [(p["code"], p["severity"]) for p in lspci_text_problems(nic_narrow)] == [
+        ("PCIE_LINK_BELOW_LINE_RATE", "error")]
+    assert [(p["code"], p["severity"]) for p in lspci_text_problems(nic_narrow, {"*": 200.0})] == [
+        ("PCIE_LINK_DEGRADED", "error")]

@@ -8,6 +8,7 @@ import pytest
 
 from ansible_collections.ddp.cluster.plugins.module_utils import rdma_parsers as rp
 from ansible_collections.ddp.cluster.plugins.module_utils import rdma_tools as rt
+from ansible_collections.ddp.cluster.plugins.module_utils import roce_health as rh
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "rdma")
 
@@ -27,6 +28,9 @@ IP_GCM = "ip-j-link-style_eth-bond_mtu1500-bad_gcm-learned-state__facebookresear
 SYSLOG_FLAP = "syslog_ib-link-flap_6flaps__azurehpc-health-checks.txt"
 BW_CX5 = "ib_write_bw_RoCE-100GbE_ConnectX5_gid3_rdma-cm_client__deepops.txt"
 BW_CX7_ERR = "ib_write_bw_RoCE-400G-CX7_a-sweep_client_completion-error-status10__google-dranet.txt"
+IBSTAT_DOWN_LINKUP = "ibstat_mlx5_7_State-Down_Physical-LinkUp_lid65535__network-operator-249.txt"
+IBSTAT_DISABLED = "ibstat_excerpt_mlx4_port1-Down-Disabled_port2-Active__rdma-core-847.txt"
+RDMA_LINK_LIDS = "rdma_link_10xmlx5_IB-DOWN-DISABLED-lid65535-sm_lid0_and-ACTIVE__sriov-network-operator-635.txt"
 BW_GDR = "ib_write_bw_RoCE_GPUDirect-use_cuda_client_16qp_mtu-downgraded-1024_181Gbps__schmaustech-nvidia-tools-image.txt"
 
 
@@ -287,3 +291,67 @@ def test_parse_ib_write_bw(name, device, gid_index, mtu, rows, bw, downgraded, s
     out = rt.parse_ib_write_bw(fixture(name))
     assert (out["device"], out["gid_index"], out["mtu"], len(out["rows"]), out["bw_average"]) == (device, gid_index, mtu, rows, bw)
     assert (out["mtu_downgraded"], out["failed_status"], out["ok"], out["link_type"]) == (downgraded, status, ok, "Ethernet")
+
+
+# ---------------------------------------------------------------- InfiniBand LIDs and subnet manager (issue 34)
+
+def _codes(problems):
+    return sorted((p["code"], p["severity"], p["subject"].split()[0] + "/" + p["subject"].split()[2])
+                  for p in problems)
+
+
+def test_ibstat_reads_lid_and_sm_lid():
+    ports = [p for ca in rp.parse_ibstat(fixture(IBSTAT)) for p in ca["ports"]]
+    assert [(p["device"], p["port"], p["lid"], p["sm_lid"]) for p in ports] == [
+        ("mlx4_0", 1, 10, 9), ("mlx4_0", 2, 12, 9), ("mlx4_1", 1, 1, 7), ("mlx4_1", 2, 4, 7)]
+    assert rh.diagnose({"ports": ports}) == []
+
+
+def test_an_ib_port_with_a_link_but_down_is_an_error_without_any_ip():
+    ports = [p for ca in rp.parse_ibstat(fixture(IBSTAT_DOWN_LINKUP)) for p in ca["ports"]]
+    assert (ports[0]["state"], ports[0]["phys_state"], ports[0]["lid"]) == ("DOWN", "LinkUp", 65535)
+    problems = rh.diagnose({"ports": ports})
+    assert _codes(problems) == [("ROCE_PORT_DOWN", "error", "mlx5_7/1")]
+    assert "LinkUp" in problems[0]["message"] and "part of the fabric" in problems[0]["message"]
+
+
+def test_an_administratively_disabled_ib_port_alone_is_a_warning():
+    ports = [p for ca in rp.parse_ibstat(fixture(IBSTAT_DISABLED)) for p in ca["ports"]]
+    assert _codes(rh.diagnose({"ports": ports})) == [("ROCE_PORT_DOWN", "warning", "mlx4_0/1")]
+    assert _codes(rh.diagnose({"ports": ports}, {"nccl_ib_hca": "mlx4_0:1"})) == [("ROCE_PORT_DOWN", "error", "mlx4_0/1")]
+    assert _codes(rh.diagnose({"ports": ports}, {"nccl_ib_hca": "^mlx4_0:1"})) == [("ROCE_PORT_DOWN", "warning", "mlx4_0/1")]
+
+
+def test_rdma_link_reads_lids_and_a_down_rail_among_active_ones_is_an_error():
+    links = rp.parse_rdma_link(fixture(RDMA_LINK_LIDS))
+    assert [(link["device"], link["lid"], link["sm_lid"]) for link in links[:2]] == [("mlx5_0", 3, 1), ("mlx5_1", 65535, 0)]
+    ports = []
+    for link in links:
+        port = rp.new_port(link["device"], link["port"])
+        port.update(state=link["state"], phys_state=link["phys_state"], lid=link["lid"], sm_lid=link["sm_lid"],
+                    link_layer="Ethernet" if link["netdev"] else "InfiniBand", netdev=link["netdev"])
+        ports.append(port)
+    # the SR-IOV VFs are administratively DISABLED: warnings; the same port down on one rail (Polling) is an error
+    assert set(c[:2] for c in _codes(rh.diagnose({"ports": ports[:4]}))) == {("ROCE_PORT_DOWN", "warning")}
+    ports[1]["phys_state"] = "Polling"
+    assert ("ROCE_PORT_DOWN", "error", "mlx5_1/1") in _codes(rh.diagnose({"ports": ports[:4]}))
+
+
+def test_no_subnet_manager_and_no_lid():
+    port = rp.new_port("mlx5_0", 1)
+    port.update(state="INIT", phys_state="LinkUp", link_layer="InfiniBand", lid=65535, sm_lid=0)
+    assert _codes(rh.diagnose({"ports": [port]})) == [("IB_PORT_NO_SM", "error", "mlx5_0/1")]
+    port.update(state="ACTIVE", lid=0, sm_lid=1)
+    assert _codes(rh.diagnose({"ports": [port]})) == [("IB_PORT_NO_LID", "error", "mlx5_0/1")]
+    port.update(lid=4, sm_lid=0)
+    assert _codes(rh.diagnose({"ports": [port]})) == [("IB_PORT_NO_SM", "error", "mlx5_0/1")]
+    gid = {"index": 3, "gid": "::ffff:192.0.2.10", "type": "RoCE v2", "version": 2, "ipv4": "192.0.2.10",
+           "link_local": False, "ndev": None}
+    port.update(link_layer="Ethernet", lid=0, sm_lid=0, gids=[gid])
+    assert rh.diagnose({"ports": [port]}) == []
+
+
+def test_ibv_devinfo_without_phys_state_unused_second_ports_stay_warnings():
+    ports = [p for dev in rp.parse_ibv_devinfo(fixture(IBV_2X)) for p in dev["ports"]]
+    found = _codes(rh.diagnose({"ports": ports}))
+    assert found == [("ROCE_PORT_DOWN", "warning", "mlx4_0/2"), ("ROCE_PORT_DOWN", "warning", "mlx4_1/2")]

@@ -145,11 +145,27 @@ def test_unavailable_names_a_node_missing_from_sinfo():
 
 @pytest.mark.parametrize("text", [
     fixture("slurmd_C_debian12_podman_2cpu.txt"),
-    "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\nddp*  up infinite 1 idle ddp-node1\n",
+    "slurmd: error: Unable to open config\n",
 ])
 def test_sinfo_parser_refuses_other_formats(text):
     with pytest.raises(slurm.SlurmParseError, match="unexpected line"):
         slurm.parse_sinfo_nodes(text)
+
+
+def test_sinfo_parser_reads_slurms_other_formats_into_the_same_keys():
+    states = slurm.parse_sinfo_nodes("PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\nddp*  up infinite 1 idle ddp-node1\n")
+    assert states["ddp-node1"]["state"] == "idle" and states["ddp-node1"]["drain"] is False
+    states = slurm.parse_sinfo_nodes(fixture("sinfo_Node_long_drained-Low-RealMemory__integrated_methane_inversion-30.txt"))
+    assert states["ip-172-31-79-91"]["drain"] and states["ip-172-31-79-91"]["reason"] == "Low RealMemory"
+    assert not states["ip-172-31-79-91"]["ours"]
+
+
+def test_drain_plan_names_a_drain_slurm_set_itself_apart_from_an_operators():
+    text = fixture("sinfo_Node_long_drained-Low-RealMemory__integrated_methane_inversion-30.txt")
+    text += "ip-9 1 debug* drained 36 1:36:1 70235 0 1 (null) swap disk\n"
+    states = slurm.parse_sinfo_nodes(text)
+    plan = slurm.drain_plan(states, {"ip-172-31-79-91": [], "ip-9": []})
+    assert plan["slurm"] == {"ip-172-31-79-91": "Low RealMemory"} and plan["operator"] == ["ip-9"]
 
 
 # ------------------------------------------------------------------ drain / resume
@@ -234,3 +250,16 @@ def test_failed_job_names_the_node_whose_slurmd_stopped():
 def test_failed_job_without_a_node_to_blame():
     states = slurm.parse_sinfo_nodes("ddp-node1|idle|none\nddp-node2|idle|none\n")
     assert slurm.job_failure_nodes(["ddp-node1", "ddp-node2"], states, "Traceback ...\nValueError: x") == []
+
+
+# ------------------------------------------------------------------ jobs on a drained node
+
+def test_job_ids_of_the_jobs_running_on_a_node():
+    assert slurm.parse_job_ids(fixture("squeue_h_A_running-on-node.txt")) == [4, 5]
+    assert slurm.parse_job_ids("") == [] and slurm.parse_job_ids("12\n\n7\n12\n") == [7, 12]
+
+
+@pytest.mark.parametrize("text", ["JOBID\n4\n", "4 ddp-el2\n", "4_1\n"])
+def test_job_ids_refuse_other_formats(text):
+    with pytest.raises(slurm.SlurmParseError, match="squeue -h -o %A"):
+        slurm.parse_job_ids(text)

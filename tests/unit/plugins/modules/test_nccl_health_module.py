@@ -111,3 +111,28 @@ def test_check_mode_shows_the_real_script(monkeypatch, capsys, tmp_path):
     assert os.path.join(env, "share", "ddp-cluster", "ddp_nccl_allreduce.py") in result["command"]
     assert "<tmpdir>/result.json" in result["command"]
     assert calls == []
+
+
+NCCL_FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "nccl")
+
+
+@pytest.mark.parametrize("name, floor, source, codes", [
+    # 8 x A100-SXM4 on one node at 8 GiB: OCI's 185 GB/s floor, 235 measured
+    ("nccl-tests_all_reduce_perf_1node-8xA100-SXM4-40GB_NVLink_g8__ocitutorials.txt", 185.0, "nvlink", []),
+    # a failed run: NCCL's own text kept and classified
+    ("nccl-tests_failure_internal-error_bootstrap__nccl-tests-204.txt", None, "unknown", ["NCCL_PEER_EXITED"]),
+])
+def test_nccl_tests_mode_floor_and_failure(monkeypatch, capsys, tmp_path, name, floor, source, codes):
+    binary = tmp_path / "all_reduce_perf"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    with open(os.path.join(NCCL_FIXTURES, name)) as handle:
+        text = handle.read()
+    calls = []
+    fake_run(monkeypatch, calls, rc=0 if not codes else 1, out=text, err="")
+    result = run_main(capsys, {"mode": "nccl-tests", "nccl_tests_path": str(binary), "sysfs_root": "/nonexistent",
+                               "fail_on": "never", "sizes": [1 << 30, 8 << 30]})
+    assert (result["busbw_floor"]["floor_gbps"], result["busbw_floor"]["source"]) == (floor, source)
+    assert [p["code"] for p in result["problems"] if p["severity"] == "error"] == codes
+    if codes:
+        assert result["failure"]["class"] == "process"

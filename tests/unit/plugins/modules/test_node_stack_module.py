@@ -119,3 +119,30 @@ def test_probe_output_of_this_run_is_used_without_running_the_probe(capsys, tmp_
 
 def test_probe_runs_without_probe_output(capsys, tmp_path):
     assert run_main(capsys, args(tmp_path, make_env(tmp_path)))["probe_ran"] is True
+
+
+def test_probe_user_that_does_not_exist_is_named(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(node_stack.os, "geteuid", lambda: 0)
+    result = run_main(capsys, args(tmp_path, make_env(tmp_path), probe_user="ddp-no-such-user", fail_on="never"))
+    assert [p["code"] for p in result["problems"]] == ["STACK_PROBE_FAILED"]
+    assert "probe_user ddp-no-such-user does not exist" in result["problems"][0]["message"]
+
+
+def test_probe_runs_as_probe_user_with_its_home(capsys, tmp_path, monkeypatch):
+    """As root, the probe (torch's import) runs through runuser as the cluster user, never as root."""
+    seen = []
+    real = node_stack.AnsibleModule.run_command
+
+    def spy(self, argv, *a, **kw):
+        if "runuser" in argv:
+            seen.append((list(argv), dict(kw.get("environ_update") or {})))
+            argv = argv[argv.index("--") + 1:]  # run it here as ourselves: the test only checks the command
+        return real(self, argv, *a, **kw)
+
+    monkeypatch.setattr(node_stack.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(node_stack.AnsibleModule, "run_command", spy)
+    result = run_main(capsys, args(tmp_path, make_env(tmp_path), probe_user="nobody"))
+    assert result["stack"]["torch"]["version"] == "2.13.0"
+    (argv, environ), = seen
+    assert argv[:6] == ["timeout", "120", "runuser", "-u", "nobody", "--"]
+    assert environ["HOME"] == node_stack.pwd.getpwnam("nobody").pw_dir
