@@ -375,7 +375,6 @@ ROLE_RANGES = {
 # Storage every node sees (checkpoints): an absolute path, and never a folder every user can write, which the
 # roles (as root) would create folders under.
 SHARED_DIR_OPTIONS = ("ddp_shared_dir", "slurm_shared_dir")
-_WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
 # torchrun's --nnodes for elastic jobs: MIN:MAX node counts (empty: a fixed node count, requeue on a node loss).
 ELASTIC_OPTIONS = ("slurm_job_elastic",)
 _ELASTIC = re.compile(r"^\s*([0-9]+)\s*:\s*([0-9]+)\s*$")
@@ -635,7 +634,7 @@ def _shared_dir_problems(values):
                 "VALIDATE_SHARED_DIR", name, "%s is %r; it must be an absolute path without '..'" % (name, value),
                 "set %s to the folder where every node mounts the shared storage, e.g. /shared/ddp (NFS, Lustre, "
                 "GPFS)." % name))
-        elif any(path.rstrip("/") == d or path.startswith(d + "/") for d in _WORLD_WRITABLE):
+        elif any(path.rstrip("/") == d or path.startswith(d + "/") for d in WORLD_WRITABLE):
             out.append(_problem(
                 "VALIDATE_SHARED_DIR", name,
                 "%s is %r, under a folder every user can write (%s): it is node-local, and root would create the "

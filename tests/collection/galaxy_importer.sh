@@ -7,6 +7,10 @@
 # declared dependencies (tests/collection/deps.py, and nothing else) are installed where ansible-core also
 # looks, the importer venv's own site-packages/ansible_collections, replaced on every run.
 # Every WARNING or ERROR line it prints fails this script.
+# Its ansible-lint step is run here, not by galaxy-importer: galaxy-importer gives ansible-lint 180 s (a constant
+# in galaxy_importer/loaders/collection.py), which the whole collection takes more than on 2 cores; the command,
+# its environment and its reading of the output are galaxy-importer's own (every stdout line a warning, a stderr
+# line starting with CRITICAL or ERROR an error), with a limit of ours (GALAXY_LINT_TIMEOUT, 900 s).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -38,6 +42,31 @@ tarball=$(ls "$work"/dist/ddp-cluster-*.tar.gz)
 rc=0
 (cd "$work" && PATH="$venv/bin:$PATH" GALAXY_IMPORTER_CONFIG="$here/galaxy-importer.cfg" \
   "$venv/bin/python" -m galaxy_importer.main "$tarball") > "$work/importer.log" 2>&1 || rc=$?
+
+# galaxy-importer's ansible-lint step (run_ansible_lint = False in galaxy-importer.cfg): the tarball unpacked where
+# galaxy-importer leaves it (<tmp>/ansible_collections/<namespace>/<name>), ansible-lint from its venv with its
+# arguments.
+lint_root="$work/lint/ansible_collections"
+mkdir -p "$lint_root/ddp/cluster" "$work/lint-tmp"
+tar -xzf "$tarball" -C "$lint_root/ddp/cluster"
+lint_rc=0
+(cd "$lint_root/ddp/cluster" && \
+  timeout "${GALAXY_LINT_TIMEOUT:-900}" /usr/bin/env ANSIBLE_COLLECTIONS_PATH="$lint_root" \
+    ANSIBLE_LOCAL_TEMP="$work/lint-tmp" XDG_CACHE_HOME="$work/lint-tmp" PATH="$venv/bin:$PATH" \
+    ansible-lint --profile production --exclude tests/integration/ --exclude tests/unit/ --format=pep8 --nocolor \
+    -x yaml,var-naming,avoid-dot-notation,import-task-no-when,single-entry-point,use-loop --offline) \
+  > "$work/lint.out" 2> "$work/lint.err" || lint_rc=$?
+{
+  echo "Linting collection via ansible-lint $(NO_COLOR=1 "$venv/bin/ansible-lint" --nocolor --version 2>/dev/null | head -n 1) (outside galaxy-importer)"
+  sed -e 's/^[[:space:]]*/WARNING: /' -e '/^WARNING: $/d' "$work/lint.out"
+  grep -E '^(CRITICAL|ERROR)' "$work/lint.err" | sed 's/^/ERROR: /' || true
+  if [ "$lint_rc" -eq 124 ]; then
+    echo "ERROR: ansible-lint took longer than ${GALAXY_LINT_TIMEOUT:-900} s"
+  elif [ "$lint_rc" -ne 0 ] && ! [ -s "$work/lint.out" ]; then
+    echo "ERROR: ansible-lint exited with $lint_rc and reported nothing; the end of its stderr:"
+    tail -n 30 "$work/lint.err"
+  fi
+} >> "$work/importer.log"
 if [ "$rc" -ne 0 ] || grep -qE '^(WARNING|ERROR)' "$work/importer.log"; then
   cat "$work/importer.log"
   echo "galaxy-importer $version: $(grep -cE '^(WARNING|ERROR)' "$work/importer.log") warning(s)/error(s), exit $rc" >&2

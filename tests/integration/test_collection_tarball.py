@@ -19,6 +19,8 @@ import tempfile
 import pytest
 import yaml
 
+from ansible_collections.ddp.cluster.plugins.module_utils import validate
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 
@@ -109,9 +111,14 @@ def test_role_and_filter_by_fqcn_from_the_installed_tarball(installed):
 
 @pytest.fixture
 def root_only_dir():
-    """A folder for what root installs, outside world-writable /tmp (the roles refuse paths there: VALIDATE_PATH)."""
-    os.makedirs(os.path.join(ROOT, ".cache"), exist_ok=True)
-    path = tempfile.mkdtemp(prefix="test-node-health.", dir=os.path.join(ROOT, ".cache"))
+    """A folder for what root installs, outside the folders other users can write (the roles refuse paths there:
+    VALIDATE_PATH): the checkout's .cache, or /var/lib/ddp-cluster-tests where the checkout itself lies in one
+    (a clone in /tmp)."""
+    for parent in (os.path.join(ROOT, ".cache"), "/var/lib/ddp-cluster-tests"):
+        if not validate.path_problems("node_health_lib_dir", os.path.join(parent, "test-node-health.x")):
+            break
+    os.makedirs(parent, exist_ok=True)
+    path = tempfile.mkdtemp(prefix="test-node-health.", dir=parent)
     yield pathlib.Path(path)
     shutil.rmtree(path, ignore_errors=True)
 

@@ -120,6 +120,7 @@ def test_readme_own_job_runs_as_written(readme):
     assert info.get("JobState") == "COMPLETED" and info.get("ExitCode") == "0:0", (info, output)
     assert info["UserId"].startswith("ddp(") and info["NumNodes"] == str(len(NODES)), info
     assert info["BatchHost"] == HEAD, info  # the first node of a job that has every node
-    assert "ddp-torchrun: job %s on " % job in output, output
+    # ddp-torchrun.sbatch's say(): "ddp-torchrun: HH:MM:SS job N on NODES: ...".
+    assert re.search(r"^ddp-torchrun: \d\d:\d\d:\d\d job %s on " % job, output, re.M), output
     assert re.search(r"^train\.py: 20 steps on %d processes, last loss \d+\.\d{4}$" % len(NODES), output, re.M), output
     assert time.time() - start < JOB_TIMEOUT + 120
