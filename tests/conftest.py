@@ -14,6 +14,12 @@ if _COLLECTIONS not in sys.path:
     sys.path.insert(0, _COLLECTIONS)
 
 
+def pytest_configure(config):
+    # make test deselects these (-m 'not reference_full'); make reference-tests runs them.
+    config.addinivalue_line("markers", "reference_full: a reference-stack test that make test leaves out for time "
+                                       "(make reference-tests runs it)")
+
+
 # `make test` sets DDP_FAIL_ON_SKIP=1: a suite that is meant to run there (the cluster tests on the
 # Molecule nodes, the torch tests with torch in the venv) must not pass by skipping. Skips are listed
 # (-rs) and any skip fails the session; run without the variable to allow skips on other machines.

@@ -6,21 +6,22 @@
 # node image: debootstrap + podman build; the reference wheelhouse with its Horovod build,
 # tools/reference_wheelhouse.sh), cached outside the clone, keyed by their recipe and versions (seconds when cached);
 # then `make gpu-stack-test`, the gpu_stack Molecule scenario (one node and its package server, nothing the static
-# checks use), then `make controller-tests` (the integration tests that need no node), then `make ansible-versions`
-# (sanity and the unit tests on the oldest ansible-core the collection claims and the newest on PyPI, each in a
-# venv cached outside the clone: tests/ansible_versions.sh). The static checks and the background each mostly
-# keep one of the two cores busy, so side by side they take about the time of the longer.
-# cluster-tests starts once both are done: its timed checks (throughput floors, timeouts) run alone.
+# checks use), then `make controller-tests` (the integration tests that need no node), then `make cluster-up` (the
+# local Molecule scenario's destroy, syntax, create and converge). The static checks and the background each mostly
+# keep one of the two cores busy, so side by side they take about the time of the longer (without the converge the
+# background ended some minutes before the static checks, and one core waited).
+# cluster-tests (MOLECULE_CONVERGED=1: idempotence, side effect, verify, then the cluster tests) starts once both
+# are done: its timed checks (throughput floors, timeouts) run alone.
 # A background part that failed stops the run here (.cache/prefetch.log: its end is printed; the logs of
-# gpu-stack-test and controller-tests, .cache/gpu-stack.log and .cache/controller-tests.log, are printed whole;
-# ansible-versions prints the log of a version that failed, .cache/ansible-<version>.log).
+# gpu-stack-test, controller-tests and cluster-up, .cache/gpu-stack.log, .cache/controller-tests.log and
+# .cache/cluster-up.log, are printed whole).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .cache
 prefetch_log=.cache/prefetch.log
 gpu_log=.cache/gpu-stack.log
 controller_log=.cache/controller-tests.log
-versions_log=.cache/ansible-versions.log
+cluster_log=.cache/cluster-up.log
 background_times=.cache/background.times
 start=$(date +%s)
 times=()
@@ -32,6 +33,9 @@ report() {
     kill -- "-$background_pid" 2>/dev/null || true
     wait "$background_pid" 2>/dev/null || true
     MOLECULE_PROJECT_DIRECTORY=$PWD "${VENV:-.venv}/bin/molecule" destroy -s gpu_stack >>"$gpu_log" 2>&1 || true
+    if [ -s "$cluster_log" ]; then
+      MOLECULE_PROJECT_DIRECTORY=$PWD "${VENV:-.venv}/bin/molecule" destroy -s local >>"$cluster_log" 2>&1 || true
+    fi
   fi
   echo "make test: time per phase (s)"
   printf '  %s\n' "${times[@]}"
@@ -50,7 +54,7 @@ phase() {
 : >"$prefetch_log"
 : >"$gpu_log"
 : >"$controller_log"
-: >"$versions_log"
+: >"$cluster_log"
 : >"$background_times"
 # Its own process group (setsid), so that a failed run stops the image build, the download or the scenario with it.
 # shellcheck disable=SC2016  # expanded by the inner bash
@@ -62,9 +66,9 @@ setsid bash -c '
   printf "%-30s %5d\n" "gpu-stack-test (background)" "$(($(date +%s) - t))" >>"$3"
   t=$(date +%s); make --no-print-directory controller-tests >"$4" 2>&1
   printf "%-30s %5d\n" "controller-tests (background)" "$(($(date +%s) - t))" >>"$3"
-  t=$(date +%s); make --no-print-directory ansible-versions >"$5" 2>&1
-  printf "%-30s %5d\n" "ansible-versions (background)" "$(($(date +%s) - t))" >>"$3"' \
-  background "$prefetch_log" "$gpu_log" "$background_times" "$controller_log" "$versions_log" &
+  t=$(date +%s); make --no-print-directory cluster-up >"$5" 2>&1
+  printf "%-30s %5d\n" "cluster-up (background)" "$(($(date +%s) - t))" >>"$3"' \
+  background "$prefetch_log" "$gpu_log" "$background_times" "$controller_log" "$cluster_log" &
 background_pid=$!
 
 for p in lint sanity unit collection-checks docs; do phase "$p"; done
@@ -75,15 +79,16 @@ wait "$background_pid" || background_rc=$?
 background_pid=
 times+=("$(printf '%-30s %5d' "background (waited for)" "$(($(date +%s) - t))")")
 while IFS= read -r line; do times+=("$line"); done <"$background_times"
-for part in gpu-stack-test:"$gpu_log" controller-tests:"$controller_log" ansible-versions:"$versions_log"; do
+for part in gpu-stack-test:"$gpu_log" controller-tests:"$controller_log" cluster-up:"$cluster_log"; do
   if [ -s "${part#*:}" ]; then
     echo "make test: make ${part%%:*} (in the background, during the static checks):"
     cat "${part#*:}"
   fi
 done
 if [ "$background_rc" -ne 0 ]; then
-  if [ -s "$versions_log" ]; then
-    echo "make test: make ansible-versions failed (its output is above, also in $versions_log)" >&2
+  if [ -s "$cluster_log" ]; then
+    echo "make test: make cluster-up failed (its output is above, also in $cluster_log)" >&2
+    MOLECULE_PROJECT_DIRECTORY=$PWD "${VENV:-.venv}/bin/molecule" destroy -s local >>"$cluster_log" 2>&1 || true
   elif [ -s "$controller_log" ]; then
     echo "make test: make controller-tests failed (its output is above, also in $controller_log)" >&2
   elif [ -s "$gpu_log" ]; then
@@ -95,4 +100,5 @@ if [ "$background_rc" -ne 0 ]; then
   exit 1
 fi
 
+export MOLECULE_CONVERGED=1
 phase cluster-tests

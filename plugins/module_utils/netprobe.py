@@ -1,7 +1,7 @@
 """Pure classification of TCP connect failures between cluster nodes.
 
 No I/O here: the module that connects passes the ``errno`` (or ``None`` for a timeout) and
-this turns it into a stable verdict. Why it matters (shared/cases/cases.yml C03): firewalld's
+this turns it into a stable verdict. Why it matters (docs/cases.md, C03): firewalld's
 default ``reject`` answers with ICMP admin-prohibited, which Linux reports as ``EHOSTUNREACH``
 ("No route to host"). That reads like a host that is down, but it is a firewall; a RST
 (``ECONNREFUSED``) means the host is up and nothing listens; silence until the timeout means a

@@ -11,7 +11,7 @@ Every problem is ``{code, variable, message, fix}``; ``variable`` names the
 inventory variable to change, or is None when the fix is not a variable (for
 example /etc/hosts on a node).
 
-Cases (shared/cases/cases.yml): C01 (a hostname that resolves to 127.0.1.1 makes
+Cases (docs/cases.md): C01 (a hostname that resolves to 127.0.1.1 makes
 Gloo advertise loopback to its peers; pytorch/gloo issue 223) and C02 (a
 loopback rendezvous address with more than one node; pytorch/pytorch 65992).
 """

@@ -48,7 +48,7 @@ INVENTORY = os.environ.get("DDP_IT_INVENTORY", os.path.join(ROOT, "molecule", "l
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 PROMETHEUS = "http://127.0.0.1:9090"
 SCRAPE_S = 15          # metrics_scrape_interval_s's default
-# The second node's CPU quota for the burn-in fault (podman update --cpus), as test_slurm_faults.py caps it; on a
+# The second node's CPU quota for the burn-in fault (podman update --cpus; 0.2 made it the slow node here); on a
 # machine whose load already keeps every node below that share, a lower one (e.g. 0.05) makes it the slow one.
 BURNIN_CPUS = os.environ.get("DDP_IT_BURNIN_CPUS", "0.2")
 CLUSTER = "ddp"        # slurm_cluster_name's default

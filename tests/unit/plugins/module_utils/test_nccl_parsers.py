@@ -82,7 +82,7 @@ def test_nccl_tests_header_and_devices():
 
 
 # Synthetic lines in the formats newer builds print (nccl-tests >= 2.17): version and test lines,
-# launcher prefixes, a failure line. Real examples of these lines: see health-check-anchors §1.4.
+# launcher prefixes, a failure line (the formats nccl-tests' own README and source print).
 NEW_HEADER = """\
 0: # nccl-tests version 2.18.3 nccl-headers=23003 nccl-library=23003
 0: # Collective test starting: all_reduce_perf

@@ -1,4 +1,4 @@
-"""RoCE diagnosis: cases C04, C05, C06, C07 (shared/cases/cases.yml) and the other codes."""
+"""RoCE diagnosis: cases C04, C05, C06, C07 (docs/cases.md) and the other codes."""
 from __future__ import annotations
 
 import json
