@@ -16,7 +16,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 APT_PACKAGES := podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables git iperf3 shellcheck
 
-.PHONY: demo test prefetch deps venv cluster cluster-down site converge-bench reference-install-bench find-bad-node lint sanity unit controller-torch docs collection-checks changelog-check galaxy-importer cluster-up cluster-tests reference-tests controller-tests gpu-stack-test clean
+.PHONY: demo test prefetch deps venv cluster cluster-down site converge-bench reference-install-bench find-bad-node lint sanity unit controller-torch docs collection-checks changelog-check galaxy-importer cluster-up cluster-tests reference-tests controller-tests ansible-versions gpu-stack-test clean
 
 demo: venv cluster site
 
@@ -112,6 +112,12 @@ CONTROLLER_TESTS := $(addprefix tests/integration/,test_validate_refusals.py tes
 controller-tests: venv
 	DDP_FAIL_ON_SKIP=1 $(PY) -m pytest -q -rs -p no:cacheprovider --durations=5 $(CONTROLLER_TESTS)
 
+# ansible-test sanity and the unit tests on the oldest ansible-core the collection claims and on the newest on
+# PyPI (tests/ansible_versions.txt), each in its own venv made once under ~/.cache/ddp-cluster (the Python each
+# needs: tests/ansible_versions.sh). Outside make test (about 15 minutes here, more than make test can spare).
+ansible-versions: venv
+	tests/ansible_versions.sh
+
 # The Molecule scenario's first steps (destroy, syntax, create, converge): make test runs them in the background
 # during the static checks (tests/make_test.sh), then cluster-tests with MOLECULE_CONVERGED=1.
 cluster-up: venv
@@ -119,8 +125,8 @@ cluster-up: venv
 	$(BIN)/molecule destroy -s local && $(BIN)/molecule syntax -s local && $(BIN)/molecule converge -s local
 
 # The rest of the Molecule scenario (idempotence, side effect, verify; after cluster-up unless
-# MOLECULE_CONVERGED=1 says it ran) leaves its two nodes running for the cluster tests, then they are destroyed (destroy checks that no
-# container or network is left), whatever the tests said. The 25 slowest tests are listed. The tests marked
+# MOLECULE_CONVERGED=1 says it ran) leaves its two nodes running for the cluster tests, then they are destroyed
+# (destroy checks that no container or network is left), whatever the tests said. The 25 slowest tests are listed. The tests marked
 # reference_full run with make reference-tests, not here.
 CLUSTER_TESTS ?= -m 'not reference_full' $(addprefix --ignore=,$(CONTROLLER_TESTS)) tests/integration
 cluster-tests: venv

@@ -21,6 +21,6 @@ chmod og-w "$src"  # antsibull-docs wants its output folder writable only by its
   --use-current --fail-on-error --cleanup everything --dest-dir "$src" ddp.cluster
 cp "$here/index.rst" "$here/ansible_links.rst" "$src/"
 mkdir -p "$src/guides"
-cp docs/architecture.md docs/cases.md docs/troubleshooting.md docs/awx.md docs/offline.md "$src/guides/"
+cp docs/architecture.md docs/cases.md docs/troubleshooting.md docs/awx.md docs/offline.md docs/scale.md "$src/guides/"
 "$bin/sphinx-build" -q -b html -c "$here" -d "$out/doctrees" -W --keep-going "$src" "$out/html"
 echo "docs: $out/html/index.html"

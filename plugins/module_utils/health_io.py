@@ -9,19 +9,17 @@ then a few commands. Those reads live here, behind a *runner*: any object with
 * ``get_bin_path(name)``: the absolute path of a command, or None when it is not installed;
 * ``run_command(argv, environ_update=None)``: ``(rc, stdout, stderr)`` as text.
 
-``AnsibleModule`` is such a runner; :class:`CommandRunner` is the one for the node command (standard library only,
-with a deadline: Slurm kills a HealthCheckProgram after 60 s, slurm.conf(5)). What is read goes, unchanged, to the
-pure parsers and diagnoses in ``gpu_health`` / ``roce_health`` (module_utils).
+``AnsibleModule`` is such a runner; the node command has its own, ``CommandRunner`` in ddp_health.py (standard library
+only, with a deadline: Slurm kills a HealthCheckProgram after 60 s, slurm.conf(5)), so that no module_utils starts a
+process itself (ansible-test's pylint, ansible-bad-function). A runner raises :class:`DeadlineExceeded` when its time
+is up. What is read goes, unchanged, to the pure parsers and diagnoses in ``gpu_health`` / ``roce_health``
+(module_utils).
 """
 from __future__ import annotations
 
 import os
 import platform
 import re
-import shutil
-import signal
-import subprocess
-import time
 
 from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import pci_ancestors
 from ansible_collections.ddp.cluster.plugins.module_utils.pci import classify_pci
@@ -33,63 +31,12 @@ from ansible_collections.ddp.cluster.plugins.module_utils.roce_health import cho
 PCI_ROOT = "/sys/bus/pci/devices"
 COMMAND_TIMEOUT_S = 120
 C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
-# Searched after PATH: slurmd starts its HealthCheckProgram with an almost empty environment.
-EXTRA_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
 
 class DeadlineExceeded(Exception):
-    """The node command ran out of time before a command finished (it was killed, with its process group)."""
+    """The node command ran out of time before a command finished (it was killed, with its process group).
 
-
-class CommandRunner(object):
-    """A runner for programs outside Ansible: ``shutil.which`` and ``subprocess`` with one overall deadline.
-
-    :param deadline_s: seconds from now after which no command runs any more; a command still running then is killed
-        (SIGKILL to its process group) and :class:`DeadlineExceeded` is raised. None for no deadline.
-    :param clock: a monotonic clock in seconds (tests pass their own).
-    """
-
-    def __init__(self, deadline_s=None, clock=time.monotonic):
-        self._clock = clock
-        self._deadline = None if deadline_s is None else clock() + float(deadline_s)
-
-    def remaining(self):
-        """Seconds left before the deadline (None without one; 0 or less once it has passed)."""
-        return None if self._deadline is None else self._deadline - self._clock()
-
-    def get_bin_path(self, name, required=False, opt_dirs=None):
-        """The path of ``name`` on PATH, else in the usual bin and sbin directories (as AnsibleModule.get_bin_path)."""
-        dirs = (os.environ.get("PATH") or os.defpath).split(os.pathsep) + list(opt_dirs or []) + list(EXTRA_DIRS)
-        return shutil.which(name, path=os.pathsep.join(d for d in dirs if d))
-
-    def run_command(self, args, environ_update=None, **_kwargs):
-        """Run ``args`` (a list, no shell) and return ``(rc, stdout, stderr)`` as text (undecodable bytes replaced).
-
-        :raises DeadlineExceeded: the deadline had passed, or passed while the command ran.
-        """
-        left = self.remaining()
-        if left is not None and left <= 0:
-            raise DeadlineExceeded("no time left to run %s" % args[0])
-        env = dict(os.environ)
-        env.update(environ_update or {})
-        try:
-            proc = subprocess.Popen(list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, env=env, start_new_session=True)
-        except OSError as exc:
-            return 127, "", "%s: %s" % (args[0], exc)
-        try:
-            out, err = proc.communicate(timeout=left)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            try:
-                proc.communicate(timeout=2)  # a process in uninterruptible sleep (D state) may never go
-            except subprocess.TimeoutExpired:
-                pass
-            raise DeadlineExceeded("%s did not finish before the deadline (killed)" % " ".join(args))
-        return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    Raised by the node command's runner (ddp_health.py ``CommandRunner``), caught by ``node_check``."""
 
 
 def read_text(path):

@@ -168,7 +168,7 @@ EXAMPLES = r"""
 - name: Measure all-reduce across every node (one process per GPU)
   ddp.cluster.nccl_health:
     rdzv_endpoint: "{{ hostvars[groups['ddp_head'][0]].ddp_fabric_address }}:29510"
-    rdzv_id: "nccl-health-{{ ansible_date_time.epoch }}"
+    rdzv_id: "nccl-health-{{ ansible_facts.date_time.epoch }}"
     nnodes: "{{ ansible_play_hosts | length }}"
     nproc_per_node: 4
     sizes: [1073741824, 4294967296]

@@ -21,16 +21,20 @@ FQCN = re.compile(r"(?:^|[\s\-\"'|(/])([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)\.([a-
                   re.MULTILINE)
 
 
-def known_collection(name):
-    """True for a collection that the `ansible` package (or any collection path on sys.path) holds."""
-    namespace, collection = name.split(".")
-    return any(os.path.isfile(os.path.join(base, namespace, collection, "MANIFEST.json"))
-               for base in ansible_collections.__path__)
-
-
 def _load(name):
     with open(os.path.join(ROOT, name), encoding="utf-8") as handle:
         return yaml.safe_load(handle)
+
+
+def known_collection(name):
+    """True for a collection that galaxy.yml declares, or that the `ansible` package (or any collection path
+    on sys.path) holds. The declared ones count whether installed or not: the `ansible` package 14 (unlike 12)
+    no longer holds awx.awx."""
+    if name in _load("galaxy.yml")["dependencies"]:
+        return True
+    namespace, collection = name.split(".")
+    return any(os.path.isfile(os.path.join(base, namespace, collection, "MANIFEST.json"))
+               for base in ansible_collections.__path__)
 
 
 def used_collections():

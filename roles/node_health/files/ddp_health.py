@@ -34,7 +34,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +49,59 @@ from ansible_collections.ddp.cluster.plugins.module_utils.slurm import SlurmPars
 PROG = "ddp-health"
 DEFAULT_CONFIG = "/etc/ddp/health.json"
 SLURM_RESERVE_S = 5.0
+# Searched after PATH: slurmd starts its HealthCheckProgram with an almost empty environment.
+EXTRA_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+
+class CommandRunner(object):
+    """A runner for programs outside Ansible: ``shutil.which`` and ``subprocess`` with one overall deadline.
+
+    :param deadline_s: seconds from now after which no command runs any more; a command still running then is killed
+        (SIGKILL to its process group) and ``health_io.DeadlineExceeded`` is raised. None for no deadline.
+    :param clock: a monotonic clock in seconds (tests pass their own).
+    """
+
+    def __init__(self, deadline_s=None, clock=time.monotonic):
+        self._clock = clock
+        self._deadline = None if deadline_s is None else clock() + float(deadline_s)
+
+    def remaining(self):
+        """Seconds left before the deadline (None without one; 0 or less once it has passed)."""
+        return None if self._deadline is None else self._deadline - self._clock()
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        """The path of ``name`` on PATH, else in the usual bin and sbin directories (as AnsibleModule.get_bin_path)."""
+        dirs = (os.environ.get("PATH") or os.defpath).split(os.pathsep) + list(opt_dirs or []) + list(EXTRA_DIRS)
+        return shutil.which(name, path=os.pathsep.join(d for d in dirs if d))
+
+    def run_command(self, args, environ_update=None, **_kwargs):
+        """Run ``args`` (a list, no shell) and return ``(rc, stdout, stderr)`` as text (undecodable bytes replaced).
+
+        :raises health_io.DeadlineExceeded: the deadline had passed, or passed while the command ran.
+        """
+        left = self.remaining()
+        if left is not None and left <= 0:
+            raise health_io.DeadlineExceeded("no time left to run %s" % args[0])
+        env = dict(os.environ)
+        env.update(environ_update or {})
+        try:
+            proc = subprocess.Popen(list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=env, start_new_session=True)
+        except OSError as exc:
+            return 127, "", "%s: %s" % (args[0], exc)
+        try:
+            out, err = proc.communicate(timeout=left)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                proc.communicate(timeout=2)  # a process in uninterruptible sleep (D state) may never go
+            except subprocess.TimeoutExpired:
+                pass
+            raise health_io.DeadlineExceeded("%s did not finish before the deadline (killed)" % " ".join(args))
+        return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
 def parse_args(argv):
@@ -258,8 +314,7 @@ def _crash_report(node, started, clock, exc):
             "elapsed_s": clock() - started}
 
 
-def main(argv=None, runner_factory=health_io.CommandRunner, clock=time.monotonic, environ=None,
-         wall_clock=time.time):
+def main(argv=None, runner_factory=CommandRunner, clock=time.monotonic, environ=None, wall_clock=time.time):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     environ = os.environ if environ is None else environ
     started = clock()

@@ -67,7 +67,7 @@ class SlurmRunner(object):
     SLURM = ("/usr/bin/sinfo", "/usr/bin/scontrol", "/usr/bin/squeue")
 
     def __init__(self, deadline_s, sinfo):
-        self.real = ddp_health.health_io.CommandRunner(deadline_s)
+        self.real = ddp_health.CommandRunner(deadline_s)
         self.sinfo, self.calls = sinfo, []
 
     def get_bin_path(self, name, required=False, opt_dirs=None):

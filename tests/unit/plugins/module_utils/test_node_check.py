@@ -1,6 +1,7 @@
 """node_check: the node command's settings, the quick tier on real command outputs, exit codes and Slurm actions."""
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
@@ -11,6 +12,7 @@ from ansible_collections.ddp.cluster.plugins.modules import gpu_health as gpu_mo
 from ansible_collections.ddp.cluster.plugins.modules import roce_health as roce_module
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
+ROOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..")
 A100 = ("0000:01:00.0", "0x10de", "0x20b2", "0x030200")
 HOST_BRIDGE = ("0000:00:00.0", "0x8086", "0x09a2", "0x060000")
 
@@ -157,8 +159,13 @@ def test_a100_missing_gpus_is_fail_and_exit_1(tmp_path):
 
 
 def test_wrong_nccl_interface_is_fail_with_this_machines_ip(tmp_path):
-    """The real `ip -j addr` of the machine running the tests: no interface is called ib0 here."""
-    runner = health_io.CommandRunner(deadline_s=30)
+    """The real `ip -j addr` of the machine running the tests, through the node command's own runner: no interface
+    is called ib0 here."""
+    program = os.path.join(ROOT_DIR, "roles", "node_health", "files", "ddp_health.py")
+    spec = importlib.util.spec_from_file_location("ddp_health", program)
+    ddp_health = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ddp_health)
+    runner = ddp_health.CommandRunner(deadline_s=30)
     if not runner.get_bin_path("ip"):
         pytest.skip("iproute2 is not installed here")
     out = node_check.quick_check(runner, config(tmp_path, HOST_BRIDGE, roce={"nccl_socket_ifname": "=ib0"}))

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
+from module_args import patch_module_args
 from ansible_collections.ddp.cluster.plugins.modules import diagnose_output
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures")

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
+from module_args import patch_module_args
 from ansible_collections.ddp.cluster.plugins.modules import nccl_health
 
 FIX = "install the PyTorch environment (pytorch_env role) or set script"

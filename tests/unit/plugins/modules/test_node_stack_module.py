@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
+from module_args import patch_module_args
 from ansible_collections.ddp.cluster.plugins.modules import node_stack
 
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "roles", "pytorch_env",

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
+from module_args import patch_module_args
 from ansible_collections.ddp.cluster.plugins.modules import roce_health as mod
 
 IP_ADDR = json.dumps([
