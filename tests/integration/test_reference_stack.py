@@ -50,6 +50,13 @@ def playbook(name, extra, timeout=1800):
     return proc, time.time() - start
 
 
+def failure(proc, tail=3000):
+    """What a failed playbook said: the start of each failed task's result (its msg, rc and stderr come first in
+    Ansible's output, before pip's long stdout), then the end of the output."""
+    fatal = [line[:1500] for line in proc.stdout.splitlines() if re.match(r"^(fatal|failed): \[", line)]
+    return "\n".join(fatal) + "\n...\n" + proc.stdout[-tail:] + proc.stderr[-2000:]
+
+
 def recap(out):
     """{host: {ok, changed, failed, ...}} from a PLAY RECAP."""
     hosts = {}
@@ -75,10 +82,10 @@ def reference_env(wheelhouse):
              "ddp_torchvision_version": "0.16.0", "ddp_cuda_version": "12.1", "pytorch_env_install_torchvision": True,
              "pytorch_env_wheelhouse": wheelhouse, "pytorch_env_extra_packages": ["numpy", "horovod==0.28.1"]}
     first, took = playbook("playbooks/pytorch_env.yml", extra)
-    assert first.returncode == 0, first.stdout[-5000:] + first.stderr[-2000:]
+    assert first.returncode == 0, failure(first)
     print("reference stack installed on %d nodes in %.0f s (playbook)" % (len(NODES), took))
     second, _took = playbook("playbooks/pytorch_env.yml", extra)
-    assert second.returncode == 0, second.stdout[-3000:]
+    assert second.returncode == 0, failure(second)
     counts = recap(second.stdout)
     assert set(NODES) <= set(counts) and all(counts[n]["changed"] == 0 for n in NODES), second.stdout[-3000:]
     return extra
