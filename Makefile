@@ -16,7 +16,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 APT_PACKAGES := podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables git iperf3 shellcheck
 
-.PHONY: demo test prefetch deps venv cluster cluster-down site converge-bench reference-install-bench find-bad-node lint sanity unit controller-torch docs collection-checks changelog-check galaxy-importer cluster-up cluster-tests reference-tests controller-tests ansible-versions gpu-stack-test clean
+.PHONY: demo test prefetch deps venv cluster cluster-down site converge-bench reference-install-bench find-bad-node lint sanity unit controller-torch docs collection-checks changelog-check galaxy-importer cluster-up cluster-tests reference-tests day2-tests controller-tests ansible-versions gpu-stack-test clean
 
 demo: venv cluster site
 
@@ -127,8 +127,8 @@ cluster-up: venv
 # The rest of the Molecule scenario (idempotence, side effect, verify; after cluster-up unless
 # MOLECULE_CONVERGED=1 says it ran) leaves its two nodes running for the cluster tests, then they are destroyed
 # (destroy checks that no container or network is left), whatever the tests said. The 25 slowest tests are listed. The tests marked
-# reference_full run with make reference-tests, not here.
-CLUSTER_TESTS ?= -m 'not reference_full' $(addprefix --ignore=,$(CONTROLLER_TESTS)) tests/integration
+# reference_full run with make reference-tests, those marked day2 with make day2-tests, not here.
+CLUSTER_TESTS ?= -m 'not reference_full and not day2' $(addprefix --ignore=,$(CONTROLLER_TESTS)) tests/integration
 cluster-tests: venv
 	export MOLECULE_PROJECT_DIRECTORY=$(CURDIR); \
 	trap '$(BIN)/molecule destroy -s local' EXIT; \
@@ -143,6 +143,13 @@ cluster-tests: venv
 # horovodrun cannot reach. About 25 minutes here.
 reference-tests: venv
 	$(MAKE) --no-print-directory cluster-tests MOLECULE_CONVERGED= CLUSTER_TESTS=tests/integration/test_reference_stack.py
+
+# The day-2 tests (README "Day 2": grow, replace, shrink, rolling maintenance, an environment switched under a running
+# job) on the Molecule nodes plus a node they add, as in cluster-tests. Outside make test: they add more than make
+# test can spare (a node's whole converge, a second torch stack on every node).
+DAY2_TESTS := tests/integration/test_day2_cluster.py tests/integration/test_day2_rolling.py
+day2-tests: venv
+	$(MAKE) --no-print-directory cluster-tests MOLECULE_CONVERGED= CLUSTER_TESTS="$(DAY2_TESTS)"
 
 # The GPU stack roles forced on one node without a GPU, against stand-in packages with NVIDIA's names and
 # versions that the scenario builds and serves itself (molecule/gpu_stack). The scenario ends with destroy;

@@ -18,6 +18,9 @@ def pytest_configure(config):
     # make test deselects these (-m 'not reference_full'); make reference-tests runs them.
     config.addinivalue_line("markers", "reference_full: a reference-stack test that make test leaves out for time "
                                        "(make reference-tests runs it)")
+    # make test deselects these too (-m 'not day2'); make day2-tests runs them.
+    config.addinivalue_line("markers", "day2: a day-2 test (grow, replace, shrink, rolling) that make test leaves out "
+                                       "for time (make day2-tests runs it)")
 
 
 # `make test` sets DDP_FAIL_ON_SKIP=1: a suite that is meant to run there (the cluster tests on the

@@ -48,9 +48,11 @@ LIMITED = ["--skip-tags", "health,benchmark"]
 KEEP_ENV = os.environ.get("DDP_IT_BLANK_KEEPS_ENV") == "1"
 TIMES = {}
 
-pytestmark = pytest.mark.skipif(not slurm_on_nodes(),
-                                reason="the nodes %s are not running with Slurm (make test starts the Molecule nodes)"
-                                % ", ".join(NODES))
+# make day2-tests runs these on the Molecule nodes; make test leaves them out for time (tests/conftest.py).
+pytestmark = [pytest.mark.day2,
+              pytest.mark.skipif(not slurm_on_nodes(),
+                                 reason="the nodes %s are not running with Slurm (make day2-tests starts the Molecule "
+                                        "nodes)" % ", ".join(NODES))]
 
 
 def sha(node, path):

@@ -34,9 +34,11 @@ NEW_STACK = json.loads(os.environ.get("DDP_IT_ROLL_TO", '{"pytorch_env_extra_pac
 ROLL = ["--tags", "pytorch_env", "-e", "ddp_rolling_batch=1", "-e", "ddp_drain_timeout=600"]
 TIMES = {}
 
-pytestmark = pytest.mark.skipif(not slurm_on_nodes(),
-                                reason="the nodes %s are not running with Slurm (make test starts the Molecule nodes)"
-                                % ", ".join(NODES))
+# make day2-tests runs these on the Molecule nodes; make test leaves them out for time (tests/conftest.py).
+pytestmark = [pytest.mark.day2,
+              pytest.mark.skipif(not slurm_on_nodes(),
+                                 reason="the nodes %s are not running with Slurm (make day2-tests starts the Molecule "
+                                        "nodes)" % ", ".join(NODES))]
 
 
 def folder(node):
