@@ -4,8 +4,10 @@
 
 Galaxy shows a role's README and refuses a collection whose role has none. The README says what the
 role does (the main entry point's description, Ansible markup rendered as Markdown by
-antsibull-docs-parser), which playbook runs it, and where its variables are documented (ansible-doc,
-the docs site); it does not copy the variables, so there is one place to keep them.
+antsibull-docs-parser), which playbook runs it, and a table of every variable of each entry point: its
+name, type (with the element type and the allowed values), default and meaning. The argument
+specification stays the one place the variables are written; --check fails where a README no longer
+matches it.
 
     python docs/site/role_readmes.py            write the READMEs
     python docs/site/role_readmes.py --check    exit 1 naming each README that differs (make collection-checks)
@@ -31,6 +33,46 @@ def markdown(text, role):
     context = Context(current_plugin=dom.PluginIdentifier(fqcn="%s.%s" % (COLLECTION, role), type="role"),
                       role_entrypoint="main")
     return to_md(parse(text, context, errors="exception"))
+
+
+def cell(text):
+    """One Markdown table cell: no line breaks, no bare ``|``."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def default_cell(option):
+    if "default" not in option:
+        return "(none)" if not option.get("required") else "(required)"
+    value = option["default"]
+    if isinstance(value, str):
+        shown = value if value else '""'
+    else:
+        shown = yaml.safe_dump(value, default_flow_style=True, width=10000).strip()
+        if shown.endswith("\n..."):
+            shown = shown[:-4].strip()
+    return "`%s`" % shown.replace("`", "'")
+
+
+def type_cell(option):
+    kind = option.get("type", "str")
+    if option.get("elements"):
+        kind = "%s of %s" % (kind, option["elements"])
+    if option.get("choices"):
+        kind += "; one of %s" % ", ".join("`%s`" % c for c in option["choices"])
+    return kind
+
+
+def variables_table(options, role):
+    """Markdown table rows of an entry point's options (sorted by name), each description paragraph rendered."""
+    rows = ["| Variable | Type | Default | Meaning |", "| --- | --- | --- | --- |"]
+    for name in sorted(options):
+        option = options[name] or {}
+        description = option.get("description") or []
+        if isinstance(description, str):
+            description = [description]
+        meaning = "<br>".join(cell(markdown(paragraph, role)) for paragraph in description)
+        rows.append("| `%s` | %s | %s | %s |" % (name, cell(type_cell(option)), cell(default_cell(option)), meaning))
+    return rows
 
 
 def playbooks_using(role):
@@ -63,16 +105,18 @@ def readme(role):
     lines += [
         "## Variables",
         "",
-        "Every variable, with its type, default and meaning, is in the role's argument specification",
-        "(`meta/argument_specs.yml`, checked when the role runs):",
+        "From the role's argument specification (`meta/argument_specs.yml`, checked when the role runs; also",
+        "`ansible-doc -t role %s.%s` and the role's page of the docs site, `make docs`). A default in" % (COLLECTION, role),
+        "`{{ }}` takes the cluster-wide `ddp_*` value where the inventory sets one.",
         "",
-        "```sh",
-        "ansible-doc -t role %s.%s" % (COLLECTION, role),
-        "```",
-        "",
-        "and on the role's page of the collection's docs site (`make docs`:",
-        "`artifacts/docs/html/collections/ddp/cluster/%s_role.html`)." % role,
-        "",
+    ]
+    for entry in ["main"] + others:
+        options = specs[entry].get("options") or {}
+        if others:
+            lines += ["### Entry point `%s`" % entry, "", markdown(specs[entry]["short_description"], role), ""]
+        lines += variables_table(options, role) if options else ["No variables."]
+        lines += [""]
+    lines += [
         "## Example",
         "",
         "```yaml",
