@@ -12,6 +12,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.ddp.cluster.plugins.module_utils.benchmark_report import (
     build_matrix,
     build_report,
+    failure_line,
     horovod_build_problems,
     horovod_command,
     horovod_unstarted_nodes,
@@ -108,6 +109,13 @@ def benchmark_horovod_unstarted(lines, hosts, names=None, slots=1):
         raise AnsibleFilterError("benchmark_horovod_unstarted: %s" % _message(exc))
 
 
+def benchmark_failure_line(lines):
+    """A failed launcher's stderr lines -> the one line that says what went wrong (see module_utils failure_line)."""
+    if lines is not None and not isinstance(lines, (list, tuple)):
+        raise AnsibleFilterError("benchmark_failure_line: expected a list of lines, got %s" % type(lines).__name__)
+    return failure_line(lines)
+
+
 class FilterModule:
     """ddp.cluster benchmark filters."""
 
@@ -121,4 +129,5 @@ class FilterModule:
             "benchmark_horovod_check": benchmark_horovod_check,
             "benchmark_horovod_command": benchmark_horovod_command,
             "benchmark_horovod_unstarted": benchmark_horovod_unstarted,
+            "benchmark_failure_line": benchmark_failure_line,
         }

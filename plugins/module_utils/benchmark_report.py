@@ -1004,3 +1004,37 @@ def horovod_unstarted_nodes(lines, hosts, names=None, slots=1):
     if not found and len(by_rank) < len(set(names)):
         found = by_rank
     return [{"host": name, "reason": found[name]} for name in dict.fromkeys(names) if name in found]
+
+
+# What a failed launch printed, in the order that says most (roles/ddp_benchmark/tasks/run.yml names each failed
+# node with one line): ddp_bench.py's own argparse-style error; an exception a rank raised, with its launcher's
+# prefix (torchrun's "[rankN]: ", horovodrun's "[N]<stderr>:", mpirun --tag-output's "[J,N]<stderr>:"); any raised
+# exception; any error-like line other than torchrun's pointer to its errors.html page.
+_RANK_PREFIX = r"(\[rank\d+\]: |\[(\d+,)?\d+\]<stderr>:)"
+_FAILURE_TIERS = (
+    (re.compile(r"ddp_bench\.py: error: "), None),
+    (re.compile(r"^%s[A-Za-z_.]*(Error|Exception): " % _RANK_PREFIX), None),
+    (re.compile(r"^%s?[A-Za-z_.]*(Error|Exception): " % _RANK_PREFIX), None),
+    (re.compile(r"Error|error|refused|timed out|Timeout|unable to"), re.compile(r"elastic/errors\.html")),
+)
+_RULE_LINE = re.compile(r"[-=\s]*$")
+
+
+def failure_line(lines):
+    """The one line of a failed launcher's output that says what went wrong.
+
+    :param lines: the launcher's stderr lines on one node (strings; ``None`` or empty for none).
+    :returns: the last line of the first tier that has one: ddp_bench.py's own ``ddp_bench.py: error: ...``; an
+        exception a rank raised, with the launcher's rank prefix; any ``<Name>Error: ``/``<Name>Exception: `` line;
+        any line with ``Error``, ``error``, ``refused``, ``timed out``, ``Timeout`` or ``unable to`` (not torchrun's
+        pointer to ``elastic/errors.html``). Else the last line that is not blank or a rule of ``-``/``=``, else
+        ``"no output"``. The last line of a tier is taken because a launcher prints the cause of its exit last
+        (torchrun's ChildFailedError after the ranks' tracebacks).
+    """
+    lines = ["" if line is None else str(line) for line in lines or []]
+    for wanted, unwanted in _FAILURE_TIERS:
+        tier = [line for line in lines if wanted.search(line) and not (unwanted and unwanted.search(line))]
+        if tier:
+            return tier[-1]
+    rest = [line for line in lines if not _RULE_LINE.match(line)]
+    return rest[-1] if rest else "no output"
