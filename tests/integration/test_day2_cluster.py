@@ -76,7 +76,8 @@ def make_extra(network):
     podman("rm", "-f", "-t", "0", EXTRA, check=False)
     podman("run", "-d", "--name", EXTRA, "--hostname", EXTRA, "--network", network, "--runtime", "runc",
            "--systemd=always", "--shm-size", "1g", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096",
-           "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW", "--label", "ddp.cluster=%s" % LABEL,
+           "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW", "--cap-add", "SYS_PTRACE",
+           "--label", "ddp.cluster=%s" % LABEL,
            "--label", "ddp.cluster.service=day2-test", "--label", "ddp.cluster.head=false", IMAGE, "/sbin/init")
     on(EXTRA, "sh", "-c", "timeout 90 systemctl is-system-running --wait || true", check=False)
     podman("cp", BLANK, "%s:/root/day2_blank_node.sh" % EXTRA)
@@ -147,9 +148,11 @@ def test_grow_by_a_run_limited_to_the_new_node_keeps_the_running_and_pending_job
     for node in NODES:
         changed = changed_tasks(out, node)
         print("grow: %d task(s) changed on %s: %s" % (len(changed), node, "; ".join(changed)))
-        # only the cluster's files (known_hosts, the firewall zone's sources, the Slurm files), the daemons that read
-        # them, and on the head the drains around the restart and the new node's join
-        assert all(re.search(r"known_hosts|missing sources|slurm\.conf|slurmd|slurmctld|Drain the nodes new|"
+        # only the cluster's files (known_hosts, authorized_keys' from= list of addresses, the firewall zone's
+        # sources, the Slurm files), the daemons that read them, and on the head the drains around the restart and
+        # the new node's join
+        assert all(re.search(r"known_hosts|Authorize the key from the cluster's addresses on the nodes outside|"
+                             r"missing sources|slurm\.conf|slurmd|slurmctld|Drain the nodes new|"
                              r"Hold the nodes|Resume the nodes held|Resume the joining nodes", t)
                    for t in changed), changed
     assert job(running).get("JobState") == "RUNNING", job(running)

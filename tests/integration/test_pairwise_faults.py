@@ -73,7 +73,8 @@ def three_nodes(tmp_path_factory):
     try:
         podman("run", "-d", "--name", THIRD, "--hostname", THIRD, "--network", network, "--runtime", "runc",
                "--systemd=always", "--shm-size", "1g", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096",
-               "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW", "--label", "ddp.cluster=molecule",
+               "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW", "--cap-add", "SYS_PTRACE",
+               "--label", "ddp.cluster=molecule",
                "--label", "ddp.cluster.service=pairwise-test", "--label", "ddp.cluster.head=false", IMAGE, "/sbin/init")
         podman("exec", THIRD, "sh", "-c", "timeout 90 systemctl is-system-running --wait || true")
         addresses = {node: address(node) for node in NODES + (THIRD,)}
