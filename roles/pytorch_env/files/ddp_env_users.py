@@ -8,8 +8,9 @@ A process uses a folder when a file under it is mapped into the process (/proc/P
 libraries, torch's .so files), its command line names a path under it (/proc/PID/cmdline), or its environment has
 VIRTUAL_ENV set to it (/proc/PID/environ: ddp-env sets it for every job it starts, to the resolved folder). The role
 removes an old stack's folder only when this lists no process for it. A process that ends while it is read is
-skipped; one whose files cannot be read (another user's, without root) counts as a user of every folder, so nothing
-is removed on a guess.
+skipped; one whose files cannot be read (another user's, without root or CAP_SYS_PTRACE) counts as a user of every
+folder, so nothing is removed on a guess. This script's own process (whose command line names the folders) is not a
+user.
 """
 from __future__ import annotations
 
@@ -30,8 +31,9 @@ def users(dirs, proc_root="/proc"):
     """
     dirs = [d.rstrip("/") for d in dirs]
     found = {d: [] for d in dirs}
+    me = str(os.getpid())
     for name in sorted(os.listdir(proc_root), key=lambda n: (len(n), n)):
-        if not name.isdigit():
+        if not name.isdigit() or name == me:
             continue
         base = os.path.join(proc_root, name)
         try:

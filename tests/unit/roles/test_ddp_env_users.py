@@ -47,6 +47,13 @@ def test_a_process_that_cannot_be_read_keeps_every_folder_and_one_that_ended_is_
     assert users.users([OLD, OTHER], proc_root=str(tmp_path)) == {OLD: [7], OTHER: [7]}
 
 
+def test_this_scripts_own_process_is_not_a_user(tmp_path):
+    # Ansible's script module runs it as `python3 ddp_env_users.py DIR`: its own command line names the folder.
+    proc(tmp_path, os.getpid(), cmdline=("/usr/bin/python3\0ddp_env_users.py\0%s\0" % OLD).encode())
+    proc(tmp_path, 1, cmdline=("/usr/bin/python3\0ddp_env_users.py\0%s\0" % OLD).encode())
+    assert users.users([OLD], proc_root=str(tmp_path)) == {OLD: [1]}
+
+
 def test_main_prints_json_and_refuses_relative_paths(capsys):
     assert users.main(["relative/dir"]) == 2
     assert users.main([OLD]) == 0
