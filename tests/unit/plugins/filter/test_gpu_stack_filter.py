@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 
 import pytest
-import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddp.cluster.plugins.filter import gpu_stack as gpu_filter
@@ -14,7 +13,6 @@ from ansible_collections.ddp.cluster.plugins.module_utils.compat import validate
 FILTERS = gpu_filter.FilterModule().filters()
 plan = FILTERS["gpu_stack_plan"]
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "gpu_stack")
-FILTER_DIR = os.path.dirname(gpu_filter.__file__)
 
 
 def fixture(name):
@@ -30,14 +28,6 @@ def test_filters_are_registered():
     assert set(FILTERS) == {"gpu_stack_plan", "nccl_select_build", "kernel_devel_plan", "secure_boot_state",
                             "secure_boot_problems", "nvcc_release", "dnf_enabled_stream", "dnf_stream_problems",
                             "nouveau_actions"}
-
-
-@pytest.mark.parametrize("name", sorted(FILTERS))
-def test_every_filter_has_sidecar_docs(name):
-    with open(os.path.join(FILTER_DIR, name + ".yml")) as handle:
-        doc = yaml.safe_load(handle)
-    assert doc["DOCUMENTATION"]["name"] == name
-    assert doc["EXAMPLES"] and doc["RETURN"]["_value"]["description"]
 
 
 def test_data_file_system_stacks():

@@ -2,7 +2,6 @@
 roles/local_cluster/tasks/present.yml, the same as the Jinja arithmetic they replaced, and their documentation."""
 from __future__ import annotations
 
-import os
 import pathlib
 import re
 
@@ -19,7 +18,6 @@ from ansible_collections.ddp.cluster.plugins.filter.local_cluster import (
 )
 
 FILTERS = local_cluster_filter.FilterModule().filters()
-FILTER_DIR = os.path.dirname(local_cluster_filter.__file__)
 PRESENT = pathlib.Path(__file__).resolve().parents[4] / "roles" / "local_cluster" / "tasks" / "present.yml"
 NAMES = ["ddp-node1", "ddp-node2", "ddp-node3"]
 
@@ -49,14 +47,6 @@ def test_filters_are_registered():
     assert FILTERS == {"local_cluster_subnet_holds": local_cluster_subnet_holds,
                        "local_cluster_addresses": local_cluster_addresses,
                        "local_cluster_mac": local_cluster_mac}
-
-
-@pytest.mark.parametrize("name", sorted(FILTERS))
-def test_every_filter_has_sidecar_docs(name):
-    with open(os.path.join(FILTER_DIR, name + ".yml")) as handle:
-        doc = yaml.safe_load(handle)
-    assert doc["DOCUMENTATION"]["name"] == name
-    assert doc["EXAMPLES"] and doc["RETURN"]["_value"]["description"]
 
 
 def test_a_24_with_the_default_offset():
