@@ -31,7 +31,6 @@ HEALTHY_VERDICTS = ("PASS", "WARN")
 HEALTH_FILE = "ddp_health.prom"
 STAGE_FILE = "ddp_health_stage.prom"
 DRAIN_FILE = "ddp_slurm_drain.prom"
-BENCHMARK_FILE = "ddp_benchmark.prom"
 
 HELP = {
     "ddp_health_healthy": ("gauge", "1 when the node's last health verdict keeps it in service (PASS or WARN), "

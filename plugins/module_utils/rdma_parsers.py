@@ -17,7 +17,7 @@ and ``ibv_devinfo -v`` (tabs or spaces; ``GID[  3]: ::ffff:a.b.c.d, RoCE v2`` li
 rdma-core); ``/sys/class/infiniband/<dev>/ports/<n>/`` and the same tree under
 ``/sys/bus/pci/devices/<addr>/infiniband/`` (facebookresearch/gcm test-state layout);
 ``rdma link show`` (old ``4/1: mlx5_3/1:`` and new ``link mlx5_0/1`` forms, ``-d``) and
-``rdma -j link``; Mellanox ``show_gids``; ``ibstat`` (also ``ibstat | grep``); ``ibstatus``;
+``rdma -j link``; ``ibstat`` (also ``ibstat | grep``); ``ibstatus``;
 ``ip -j link`` / ``ip -j addr`` JSON (also gcm's ``{"intf_status": [...]}`` wrapper);
 ``ip -j route show default``.
 """
@@ -410,35 +410,6 @@ def _rdma_link_json(data):
             "caps": list(item.get("caps") or []),
         })
     return links
-
-
-# ---------------------------------------------------------------------------------------------
-# show_gids (mlnx-tools shell script over sysfs)
-# ---------------------------------------------------------------------------------------------
-
-def parse_show_gids(text):
-    """Parse Mellanox ``show_gids``: ``DEV PORT INDEX GID [IPv4] VER DEV`` rows (tabs, empty IPv4).
-
-    :returns: list of ``{device, port, ...gid_entry}`` with ``ndev`` from the last column.
-    """
-    rows = []
-    for line in str(text or "").splitlines():
-        fields = line.split()
-        if len(fields) < 5 or not fields[1].isdigit() or not fields[2].isdigit():
-            continue
-        if len(fields) >= 7:
-            ver, ndev = fields[5], fields[6]
-        elif len(fields) == 6 and re.match(r"^v\d$", fields[4]):
-            ver, ndev = fields[4], fields[5]
-        else:
-            ver, ndev = fields[-1], None
-        entry = gid_entry(int(fields[2]), fields[3], ver, ndev)
-        if entry is None:
-            continue
-        entry["device"] = fields[0]
-        entry["port"] = int(fields[1])
-        rows.append(entry)
-    return rows
 
 
 # ---------------------------------------------------------------------------------------------

@@ -457,4 +457,3 @@ def warn_problems(warnings, subject):
 
 # Codes that say the run broke at run time (not at start-up): a caller can tell them from rendezvous failures.
 RUNTIME_CODES = ("TORCH_NCCL_WATCHDOG_TIMEOUT", "TORCH_NCCL_ASYNC_ERROR", "GLOO_TIMEOUT", "TORCHRUN_WORKER_FAILED")
-STARTUP_CODES = ("TORCH_STORE_ERROR", "TORCH_RENDEZVOUS_FAILED")

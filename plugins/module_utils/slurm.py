@@ -332,8 +332,6 @@ RECONFIGURE_KEYS = frozenset((
     "DefMemPerCPU", "HealthCheckInterval", "HealthCheckNodeState", "HealthCheckProgram", "ReturnToService",
     "SlurmdTimeout", "SrunPortRange",
 ))
-# The reason of a drain set while a node joins (new, reinstalled or returning), until its health check passes.
-JOIN_REASON = DRAIN_PREFIX + "joining (health check pending)"
 
 
 def parse_conf(text):

@@ -25,9 +25,6 @@ PROBLEM_CODES = (
     "ACCOUNTING_NOT_REGISTERED",
 )
 
-# Sections of the role's one read (accounting_read.yml): systemctl show, then these markers.
-SACCTMGR_MARK = "--- sacctmgr"
-LOG_MARK = "--- log"
 
 _CONNECT_FAILED = re.compile(r"mysql_real_connect failed: (\d+)\s*(.*)$")
 _QUERY_FAILED = re.compile(r"mysql_query failed: (\d+)\s*(.*)$")

@@ -4,8 +4,8 @@
 
 Installed by the pytorch_env role as <env>/share/ddp-cluster/ddp_dist.py, beside the health stage's
 all-reduce (ddp_nccl_allreduce.py, which imports it from its own folder); the benchmark's ddp_bench.py,
-installed elsewhere by the ddp_benchmark role and run with the environment's Python, finds it through
-``sys.prefix`` (:func:`shared_dir`).
+installed elsewhere by the ddp_benchmark role and run with the environment's Python, finds it in
+``<sys.prefix>/share/ddp-cluster``.
 
 Python 3.8+, standard library; torch is passed in by the caller.
 """
@@ -14,17 +14,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import sys
 import tempfile
-
-
-def shared_dir(prefix=None):
-    """The folder the pytorch_env role installs this module into: ``<env>/share/ddp-cluster``.
-
-    :param prefix: the environment (default ``sys.prefix``: a venv's or conda env's own folder when its
-        Python runs the program).
-    """
-    return os.path.join(sys.prefix if prefix is None else prefix, "share", "ddp-cluster")
 
 
 def all_gather_objects(torch, dist, obj, device, world_size):

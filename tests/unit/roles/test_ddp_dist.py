@@ -25,10 +25,6 @@ def test_both_programs_use_the_one_copy():
         assert "def all_gather_objects" not in source and "def write_json_atomic" not in source
 
 
-def test_shared_dir_is_under_the_environment():
-    assert ddp_dist.shared_dir("/opt/ddp/venv") == "/opt/ddp/venv/share/ddp-cluster"
-
-
 def test_write_json_atomic(tmp_path):
     target = tmp_path / "out" / "result.json"
     ddp_dist.write_json_atomic(str(target), {"b": 1, "a": [1, 2]}, prefix=".t.")

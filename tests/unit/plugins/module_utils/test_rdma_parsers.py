@@ -18,20 +18,13 @@ IBV_V_BNXT = "ibv_devinfo_v_excerpt_bnxt_re_RoCE-GID-types-v1-v2_elided__rdma-co
 SYSFS_GCM = "sysfs-ib-learned-state_bad-rate__facebookresearch-gcm.json"
 RDMA_LINK_OLD = "rdma_link_show_mlx5_3-RoCE-netdev-ens7_plain-and-detailed_old-format__iproute2-commit-1525942.txt"
 RDMA_LINK_JSON = "rdma_link_d_p_j_json_2xmlx5-IB__iproute2-commit-7fc7574.txt"
-RDMA_STAT = "rdma_stat_show_link_mlx5_2_hw_counters_RoCE-ECN-CNP_wrapped__iproute2-commit-a7137e5.txt"
-SHOW_GIDS = "show_gids_mlx5_3_SRIOV-VF_RoCEv1v2_idx0-3__schmaustech-nvidia-tools-image.txt"
 IBSTAT = "ibstat_2xConnectX3-mlx4_FDR56_all-Active__Heioy-Books.txt"
 IBSTAT_GREP = "ibstat_grep-mlx5_8xCA__ml-engineering.txt"
 IBSTATUS = "ibstatus_mlx4_FDR56_Active__Heioy-Books.txt"
-MST = "mst_status_v_ConnectX7_SRIOV-VFs__schmaustech-nvidia-tools-image.txt"
 IP_GCM = "ip-j-link-style_eth-bond_mtu1500-bad_gcm-learned-state__facebookresearch-gcm.json"
-SYSLOG_FLAP = "syslog_ib-link-flap_6flaps__azurehpc-health-checks.txt"
-BW_CX5 = "ib_write_bw_RoCE-100GbE_ConnectX5_gid3_rdma-cm_client__deepops.txt"
-BW_CX7_ERR = "ib_write_bw_RoCE-400G-CX7_a-sweep_client_completion-error-status10__google-dranet.txt"
 IBSTAT_DOWN_LINKUP = "ibstat_mlx5_7_State-Down_Physical-LinkUp_lid65535__network-operator-249.txt"
 IBSTAT_DISABLED = "ibstat_excerpt_mlx4_port1-Down-Disabled_port2-Active__rdma-core-847.txt"
 RDMA_LINK_LIDS = "rdma_link_10xmlx5_IB-DOWN-DISABLED-lid65535-sm_lid0_and-ACTIVE__sriov-network-operator-635.txt"
-BW_GDR = "ib_write_bw_RoCE_GPUDirect-use_cuda_client_16qp_mtu-downgraded-1024_181Gbps__schmaustech-nvidia-tools-image.txt"
 
 
 def fixture(name):
@@ -192,13 +185,6 @@ def test_parse_rdma_link_new_format_without_netdev():
         ("mlx5_0", "ACTIVE", "LinkUp", "ens1f0np0"), ("mlx5_1", "DOWN", "Disabled", None)]
 
 
-def test_parse_show_gids():
-    rows = rp.parse_show_gids(fixture(SHOW_GIDS))
-    assert [(r["device"], r["port"], r["index"], r["version"], r["ipv4"], r["ndev"]) for r in rows] == [
-        ("mlx5_3", 1, 0, 1, None, "net1"), ("mlx5_3", 1, 1, 2, None, "net1"),
-        ("mlx5_3", 1, 2, 1, "192.168.10.2", "net1"), ("mlx5_3", 1, 3, 2, "192.168.10.2", "net1")]
-
-
 def test_parse_ibstat():
     cas = rp.parse_ibstat(fixture(IBSTAT))
     assert [(c["ca"], c["ca_type"], c["fw_ver"]) for c in cas] == [
@@ -246,13 +232,6 @@ def test_parse_ip_json_addr_and_route():
 
 # ---------------------------------------------------------------- tools
 
-def test_parse_mst_status():
-    rows = rt.parse_mst_status(fixture(MST))
-    assert len(rows) == 9
-    assert [(r["pci"], r["rdma"], r["net"]) for r in rows if r["net"]] == [("37:00.2", "mlx5_3", "net1")]
-    assert [r["rdma"] for r in rows if r["device_type"].startswith("ConnectX7")] == ["mlx5_1", "mlx5_0"]
-
-
 @pytest.mark.parametrize("text, trust, pfc_enabled", [
     # C07 as the case states it
     ("Priority trust state: pcp; PFC enabled on priorities 0..7: 0 0 0 0 0 0 0 0", "pcp", []),
@@ -267,30 +246,6 @@ def test_parse_mlnx_qos(text, trust, pfc_enabled):
     qos = rt.parse_mlnx_qos(text)
     assert (qos["trust"], qos["pfc_enabled"]) == (trust, pfc_enabled)
     assert qos["pfc"] is None if not text else len(qos["pfc"]) == 8
-
-
-def test_count_link_flaps():
-    assert rt.count_link_flaps(fixture(SYSLOG_FLAP)) == {"ib6": 6}
-    assert rt.count_link_flaps("kernel: mlx5_core 0000:0c:00.0 ens1f0: Link down\nkernel: ens1f0: Link up\n") == {"ens1f0": 1}
-
-
-def test_parse_rdma_stat_link_wrapped():
-    counters = rt.parse_rdma_stat_link(fixture(RDMA_STAT))
-    assert list(counters) == ["mlx5_2/1"]
-    link = counters["mlx5_2/1"]
-    assert (link["rx_write_requests"], link["rx_read_requests"], link["np_cnp_sent"], link["rx_icrc_encapsulated"]) == (8, 4, 0, 0)
-    assert len(link) == 23
-
-
-@pytest.mark.parametrize("name, device, gid_index, mtu, rows, bw, downgraded, status, ok", [
-    (BW_CX5, "mlx5_0", 3, 4096, 1, 92.40, False, None, True),
-    (BW_CX7_ERR, "mlx5_3", 3, 4096, 16, 381.41, False, 10, False),
-    (BW_GDR, "mlx5_1", 3, 1024, 1, 181.46, True, None, True),
-])
-def test_parse_ib_write_bw(name, device, gid_index, mtu, rows, bw, downgraded, status, ok):
-    out = rt.parse_ib_write_bw(fixture(name))
-    assert (out["device"], out["gid_index"], out["mtu"], len(out["rows"]), out["bw_average"]) == (device, gid_index, mtu, rows, bw)
-    assert (out["mtu_downgraded"], out["failed_status"], out["ok"], out["link_type"]) == (downgraded, status, ok, "Ethernet")
 
 
 # ---------------------------------------------------------------- InfiniBand LIDs and subnet manager (issue 34)
