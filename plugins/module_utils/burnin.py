@@ -65,20 +65,12 @@ def node_result(registered):
     return {"error": "rc %s: %s" % ("?" if rc is None else rc, why)}
 
 
-def burnin_findings(per_node, min_ratio=DEFAULT_MIN_RATIO):
-    """Compare every node's burn-in result with the others.
+def _burnin_rows(per_node, problems, nodes):
+    """Read every node's result; a node or device that did not run is added to ``problems`` and ``nodes``.
 
-    :param per_node: ``{node: result}``; a result is the JSON ``ddp_burnin.py`` printed (a dict with
-        ``devices``), ``{"error": message}`` for a node where it did not run or finish, or what the play
-        registered for the node (read with :func:`node_result`).
-    :param min_ratio: a device below this fraction of its group's median TFLOPS is ``BURNIN_SLOW``; in (0, 1].
-    :returns: ``{"problems": [...], "nodes": {node: [codes]}, "devices": [{node, index, name, tflops,
-        ratio, digest_ok}]}``; ``ratio`` = TFLOPS / the group's median (None alone in its group),
-        ``digest_ok`` None when not compared.
-    :raises ValueError: ``min_ratio`` out of range, or a result that is neither shape.
+    :returns: ``(groups, rows)``: ``{group key: [rows]}`` and the rows of the devices with a figure, in node order.
     """
-    min_ratio = fraction(min_ratio)
-    problems, nodes, groups, rows = [], {}, {}, []
+    groups, rows = {}, []
     for node in sorted(per_node):
         result = per_node[node]
         if not isinstance(result, dict):
@@ -108,47 +100,81 @@ def burnin_findings(per_node, min_ratio=DEFAULT_MIN_RATIO):
                    "ratio": None, "digest_ok": None}
             rows.append(row)
             groups.setdefault(key_base + (device.get("name"),), []).append(row)
+    return groups, rows
+
+
+def _slow_devices(members, min_ratio, problems, nodes):
+    """Set every member's ``ratio`` to its group's median and add a ``BURNIN_SLOW`` for each one under ``min_ratio``.
+
+    :returns: None (``members``, ``problems`` and ``nodes`` are updated in place).
+    """
+    median = _median([row["tflops"] for row in members])
+    for row in members:
+        row["ratio"] = round(row["tflops"] / median, 4) if median > 0 else None
+        if row["ratio"] is not None and row["ratio"] < min_ratio:
+            problems.append(problem(
+                "BURNIN_SLOW", "error", row["subject"],
+                "%s reached %.4g TFLOPS, %.0f%% of the median of the %d %s devices (%.4g TFLOPS); the floor is %.0f%%"
+                % (row["name"], row["tflops"], 100.0 * row["ratio"], len(members), row["name"], median,
+                   100.0 * min_ratio),
+                "look for throttling on that device (nvidia-smi -q -d PERFORMANCE: clock event reasons; cooling, "
+                "power cap) and for another job on it; drain the node until it keeps up with its peers"))
+            _add(nodes, row["node"], "BURNIN_SLOW")
+
+
+def _mismatched_devices(members, problems, nodes):
+    """Set every member's ``digest_ok`` and add a ``BURNIN_MISMATCH`` for each one off the group's majority product.
+
+    :returns: None (``members``, ``problems`` and ``nodes`` are updated in place).
+    """
+    by_digest = {}
+    for row in members:
+        by_digest.setdefault(row["digest"], []).append(row)
+    if len(by_digest) <= 1:
+        for row in members:
+            row["digest_ok"] = True
+        return
+    ranked = sorted(by_digest.items(), key=lambda item: (-len(item[1]), str(item[0])))
+    majority = ranked[0][0] if len(ranked[0][1]) > len(ranked[1][1]) else None
+    for digest, holders in ranked:
+        ok = digest == majority
+        for row in holders:
+            row["digest_ok"] = ok
+            if ok:
+                continue
+            message = ("the product of the burn-in's fixed inputs on %s differs from the one %d of the %d %s "
+                       "devices computed" % (row["name"], len(ranked[0][1]), len(members), row["name"])
+                       if majority is not None else
+                       "the %d %s devices computed %d different products from the same inputs, none held by most "
+                       "of them" % (len(members), row["name"], len(by_digest)))
+            problems.append(problem(
+                "BURNIN_MISMATCH", "error", row["subject"], message,
+                "a device that computes wrong results silently corrupts training: drain the node, run "
+                "dcgmi diag -r 3 on it and check gpu_health (ECC, row remapping); replace the GPU if it repeats"))
+            _add(nodes, row["node"], "BURNIN_MISMATCH")
+
+
+def burnin_findings(per_node, min_ratio=DEFAULT_MIN_RATIO):
+    """Compare every node's burn-in result with the others.
+
+    :param per_node: ``{node: result}``; a result is the JSON ``ddp_burnin.py`` printed (a dict with
+        ``devices``), ``{"error": message}`` for a node where it did not run or finish, or what the play
+        registered for the node (read with :func:`node_result`).
+    :param min_ratio: a device below this fraction of its group's median TFLOPS is ``BURNIN_SLOW``; in (0, 1].
+    :returns: ``{"problems": [...], "nodes": {node: [codes]}, "devices": [{node, index, name, tflops,
+        ratio, digest_ok}]}``; ``ratio`` = TFLOPS / the group's median (None alone in its group),
+        ``digest_ok`` None when not compared.
+    :raises ValueError: ``min_ratio`` out of range, or a result that is neither shape.
+    """
+    min_ratio = fraction(min_ratio)
+    problems, nodes = [], {}
+    groups, rows = _burnin_rows(per_node, problems, nodes)
     for key in sorted(groups, key=str):
         members = groups[key]
         if len(members) < 2:
             continue
-        median = _median([row["tflops"] for row in members])
-        for row in members:
-            row["ratio"] = round(row["tflops"] / median, 4) if median > 0 else None
-            if row["ratio"] is not None and row["ratio"] < min_ratio:
-                problems.append(problem(
-                    "BURNIN_SLOW", "error", row["subject"],
-                    "%s reached %.4g TFLOPS, %.0f%% of the median of the %d %s devices (%.4g TFLOPS); the floor is %.0f%%"
-                    % (row["name"], row["tflops"], 100.0 * row["ratio"], len(members), row["name"], median,
-                       100.0 * min_ratio),
-                    "look for throttling on that device (nvidia-smi -q -d PERFORMANCE: clock event reasons; cooling, "
-                    "power cap) and for another job on it; drain the node until it keeps up with its peers"))
-                _add(nodes, row["node"], "BURNIN_SLOW")
-        by_digest = {}
-        for row in members:
-            by_digest.setdefault(row["digest"], []).append(row)
-        if len(by_digest) <= 1:
-            for row in members:
-                row["digest_ok"] = True
-            continue
-        ranked = sorted(by_digest.items(), key=lambda item: (-len(item[1]), str(item[0])))
-        majority = ranked[0][0] if len(ranked[0][1]) > len(ranked[1][1]) else None
-        for digest, holders in ranked:
-            ok = digest == majority
-            for row in holders:
-                row["digest_ok"] = ok
-                if ok:
-                    continue
-                message = ("the product of the burn-in's fixed inputs on %s differs from the one %d of the %d %s "
-                           "devices computed" % (row["name"], len(ranked[0][1]), len(members), row["name"])
-                           if majority is not None else
-                           "the %d %s devices computed %d different products from the same inputs, none held by most "
-                           "of them" % (len(members), row["name"], len(by_digest)))
-                problems.append(problem(
-                    "BURNIN_MISMATCH", "error", row["subject"], message,
-                    "a device that computes wrong results silently corrupts training: drain the node, run "
-                    "dcgmi diag -r 3 on it and check gpu_health (ECC, row remapping); replace the GPU if it repeats"))
-                _add(nodes, row["node"], "BURNIN_MISMATCH")
+        _slow_devices(members, min_ratio, problems, nodes)
+        _mismatched_devices(members, problems, nodes)
     devices = [{k: row[k] for k in ("node", "index", "name", "tflops", "ratio", "digest_ok")} for row in rows]
     return {"problems": problems, "nodes": nodes, "devices": devices}
 

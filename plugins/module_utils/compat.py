@@ -189,58 +189,78 @@ def validate_matrix(matrix):
         errors.append("numpy2_first_torch must be a quoted dotted version")
     seen = set()
     for idx, row in enumerate(rows):
-        where = "torch_releases[%d]" % idx
-        if not isinstance(row, dict):
-            errors.append("%s is not a mapping" % where)
-            continue
-        missing = [key for key in _ROW_REQUIRED if key not in row]
-        if missing:
-            errors.append("%s lacks %s" % (where, ", ".join(missing)))
-            continue
-        where = "torch %s" % row.get("torch")
-        for key in ("torch", "torchvision"):
-            if not _is_version_str(row[key]):
-                errors.append("%s: %s must be a quoted dotted version, got %r" % (where, key, row[key]))
-        audio = row.get("torchaudio")
-        if audio is not None and not _is_version_str(audio):
-            errors.append("%s: torchaudio must be a quoted version or null" % where)
-        if row["torch"] in seen:
-            errors.append("%s: listed twice" % where)
-        seen.add(row["torch"])
-        builds = row["cuda"]
-        if not isinstance(builds, list) or not builds:
-            errors.append("%s: cuda must be a non-empty list" % where)
-            builds = []
-        for build in builds:
-            try:
-                if not isinstance(build, str) or normalize_cuda(build) != build:
-                    raise ValueError(build)
-            except ValueError:
-                errors.append("%s: cuda build %r must be a quoted major.minor or cpu" % (where, build))
-        if row["default_cuda"] not in builds:
-            errors.append("%s: default_cuda %r is not one of its builds" % (where, row["default_cuda"]))
-        for extra in ("experimental_cuda",):
-            for build in row.get(extra) or []:
-                if build not in builds:
-                    errors.append("%s: %s %r is not one of its builds" % (where, extra, build))
-        for lib in ("cudnn", "nccl"):
-            table = row[lib]
-            if not isinstance(table, dict):
-                errors.append("%s: %s must be a mapping CUDA build -> version or null" % (where, lib))
-                continue
-            for build, value in table.items():
-                if build not in builds or build == "cpu":
-                    errors.append("%s: %s key %r is not a CUDA build of this row" % (where, lib, build))
-                if value is not None and not _is_version_str(value):
-                    errors.append("%s: %s[%s] must be a quoted version or null" % (where, lib, build))
-        if not isinstance(row["sources"], list) or not row["sources"]:
-            errors.append("%s: sources must be a non-empty list of URLs" % where)
-        override = row.get("index_url_pattern")
-        if override is not None and (not isinstance(override, str) or "{tag}" not in override):
-            errors.append("%s: index_url_pattern must contain {tag}" % where)
+        errors.extend(_row_errors(idx, row, seen))
     default = matrix.get("default_torch")
     if default not in seen:
         errors.append("default_torch %r is not a torch_releases row" % (default,))
+    driver_errors, drivers = _driver_table_errors(matrix)
+    errors.extend(driver_errors)
+    errors.extend(_system_stack_errors(matrix.get("system_stacks"), drivers))
+    return errors
+
+
+def _row_errors(idx, row, seen):
+    """Errors in the ``torch_releases`` row at ``idx``; its torch version is added to ``seen``.
+
+    :returns: a list of error strings (empty when the row is valid).
+    """
+    errors = []
+    where = "torch_releases[%d]" % idx
+    if not isinstance(row, dict):
+        return ["%s is not a mapping" % where]
+    missing = [key for key in _ROW_REQUIRED if key not in row]
+    if missing:
+        return ["%s lacks %s" % (where, ", ".join(missing))]
+    where = "torch %s" % row.get("torch")
+    for key in ("torch", "torchvision"):
+        if not _is_version_str(row[key]):
+            errors.append("%s: %s must be a quoted dotted version, got %r" % (where, key, row[key]))
+    audio = row.get("torchaudio")
+    if audio is not None and not _is_version_str(audio):
+        errors.append("%s: torchaudio must be a quoted version or null" % where)
+    if row["torch"] in seen:
+        errors.append("%s: listed twice" % where)
+    seen.add(row["torch"])
+    builds = row["cuda"]
+    if not isinstance(builds, list) or not builds:
+        errors.append("%s: cuda must be a non-empty list" % where)
+        builds = []
+    for build in builds:
+        try:
+            if not isinstance(build, str) or normalize_cuda(build) != build:
+                raise ValueError(build)
+        except ValueError:
+            errors.append("%s: cuda build %r must be a quoted major.minor or cpu" % (where, build))
+    if row["default_cuda"] not in builds:
+        errors.append("%s: default_cuda %r is not one of its builds" % (where, row["default_cuda"]))
+    for extra in ("experimental_cuda",):
+        for build in row.get(extra) or []:
+            if build not in builds:
+                errors.append("%s: %s %r is not one of its builds" % (where, extra, build))
+    for lib in ("cudnn", "nccl"):
+        table = row[lib]
+        if not isinstance(table, dict):
+            errors.append("%s: %s must be a mapping CUDA build -> version or null" % (where, lib))
+            continue
+        for build, value in table.items():
+            if build not in builds or build == "cpu":
+                errors.append("%s: %s key %r is not a CUDA build of this row" % (where, lib, build))
+            if value is not None and not _is_version_str(value):
+                errors.append("%s: %s[%s] must be a quoted version or null" % (where, lib, build))
+    if not isinstance(row["sources"], list) or not row["sources"]:
+        errors.append("%s: sources must be a non-empty list of URLs" % where)
+    override = row.get("index_url_pattern")
+    if override is not None and (not isinstance(override, str) or "{tag}" not in override):
+        errors.append("%s: index_url_pattern must contain {tag}" % where)
+    return errors
+
+
+def _driver_table_errors(matrix):
+    """Errors in the driver tables ``cuda_drivers`` and ``minor_version_compat``.
+
+    :returns: ``(errors, drivers)``: the error strings and the ``cuda_drivers`` list (``[]`` when it is not one).
+    """
+    errors = []
     drivers = matrix.get("cuda_drivers")
     if not isinstance(drivers, list) or not drivers:
         errors.append("cuda_drivers must be a non-empty list")
@@ -259,8 +279,7 @@ def validate_matrix(matrix):
         if not isinstance(entry, dict) or not isinstance(entry.get("cuda_major"), int) \
                 or not _is_version_str(entry.get("min_driver")):
             errors.append("minor_version_compat[%d] needs int cuda_major and quoted min_driver" % idx)
-    errors.extend(_system_stack_errors(matrix.get("system_stacks"), drivers))
-    return errors
+    return errors, drivers
 
 
 def _system_stack_errors(stacks, drivers):
@@ -401,6 +420,34 @@ def resolve_stack(matrix, torch, torchvision=None, cuda=None, driver=None):
         stack["numpy"] = "<2"
 
     # torchvision: release pairing, then its CUDA build.
+    tv_problems, tv_build = _torchvision_problems(matrix, row, torch, torch_build, torchvision)
+    problems.extend(tv_problems)
+
+    # CUDA build: explicit > torch tag > torchvision tag > row default.
+    cuda_problems, wanted = _wanted_cuda(row, cuda, torch, torch_build)
+    problems.extend(cuda_problems)
+    effective = wanted or torch_build or tv_build or row["default_cuda"]
+
+    if effective not in row["cuda"]:
+        problems.append(_problem(
+            "STACK_CUDA_UNSUPPORTED", VAR_CUDA,
+            "torch %s is not published for %s; published builds: %s"
+            % (row["torch"], _build_words(effective), ", ".join(row["cuda"])),
+            "Set %s to one of %s, or auto (= %s)." % (VAR_CUDA, ", ".join(row["cuda"]), row["default_cuda"])))
+        stack["cuda"] = effective
+        return {"ok": False, "problems": problems, "stack": stack}
+
+    problems.extend(_fill_cuda_stack(stack, matrix, row, effective, driver))
+    return {"ok": not problems, "problems": problems, "stack": stack}
+
+
+def _torchvision_problems(matrix, row, torch, torch_build, torchvision):
+    """Check the requested torchvision against the row's release and torch's CUDA build.
+
+    :returns: ``(problems, tv_build)``: the problems found and torchvision's CUDA build from its local tag (None
+        when it has none or was not requested).
+    """
+    problems = []
     tv_build = None
     if torchvision is not None and str(torchvision).strip() not in ("", "auto"):
         try:
@@ -425,8 +472,16 @@ def resolve_stack(matrix, torch, torchvision=None, cuda=None, driver=None):
             % (torch, _build_words(torch_build), torchvision, _build_words(tv_build)),
             "Install torch and torchvision from the same index (%s) with the same local tag (+%s)."
             % (_index_url(matrix, row, torch_build), cuda_tag(torch_build))))
+    return problems, tv_build
 
-    # CUDA build: explicit > torch tag > torchvision tag > row default.
+
+def _wanted_cuda(row, cuda, torch, torch_build):
+    """Read the requested CUDA build and check it against torch's local tag.
+
+    :returns: ``(problems, wanted)``: the problems found and the normalized build asked for (None for auto or
+        unreadable).
+    """
+    problems = []
     try:
         wanted = normalize_cuda(cuda)
     except ValueError as exc:
@@ -440,17 +495,14 @@ def resolve_stack(matrix, torch, torchvision=None, cuda=None, driver=None):
             "CUDA builds differ: %s is %s but torch %s is the %s build"
             % (VAR_CUDA, wanted, torch, _build_words(torch_build)),
             "Make %s and the torch local tag agree (or set %s to auto)." % (VAR_CUDA, VAR_CUDA)))
-    effective = wanted or torch_build or tv_build or row["default_cuda"]
+    return problems, wanted
 
-    if effective not in row["cuda"]:
-        problems.append(_problem(
-            "STACK_CUDA_UNSUPPORTED", VAR_CUDA,
-            "torch %s is not published for %s; published builds: %s"
-            % (row["torch"], _build_words(effective), ", ".join(row["cuda"])),
-            "Set %s to one of %s, or auto (= %s)." % (VAR_CUDA, ", ".join(row["cuda"]), row["default_cuda"])))
-        stack["cuda"] = effective
-        return {"ok": False, "problems": problems, "stack": stack}
 
+def _fill_cuda_stack(stack, matrix, row, effective, driver):
+    """Fill ``stack``'s CUDA build, index and (for a GPU build) libraries and driver floors in place.
+
+    :returns: the driver problems (empty for the CPU build or when no driver was given).
+    """
     stack["cuda"] = effective
     stack["cuda_tag"] = cuda_tag(effective)
     stack["index_url"] = _index_url(matrix, row, effective)
@@ -463,9 +515,8 @@ def resolve_stack(matrix, torch, torchvision=None, cuda=None, driver=None):
         stack["min_driver_release"] = release
         stack["driver_minor_compat_floor"] = floor
         if driver is not None and str(driver).strip() != "":
-            problems.extend(_driver_problems(effective, driver, min_driver, release, floor))
-
-    return {"ok": not problems, "problems": problems, "stack": stack}
+            return _driver_problems(effective, driver, min_driver, release, floor)
+    return []
 
 
 def _build_words(build):

@@ -299,6 +299,14 @@ def _gpu_problems(gpu, params, problems, gpu_count=1):
             "GPU_PERSISTENCE_OFF", "warning", subject,
             "persistence mode is off: the driver tears down and re-initialises the GPU for each job",
             "Enable the nvidia-persistenced service (or `nvidia-smi -pm 1`)."))
+    _memory_problems(gpu, subject, problems)
+    _pcie_problems(gpu, params, subject, problems)
+    _thermal_problems(gpu, params, subject, problems)
+    _nvlink_problems(gpu, subject, problems, gpu_count)
+
+
+def _memory_problems(gpu, subject, problems):
+    """Add the GPU's memory faults (uncorrectable ECC errors, row remapping, retired pages) to ``problems``; returns None."""
     ecc = gpu.get("ecc") or {}
     vol, agg = ecc.get("volatile_uncorrectable"), ecc.get("aggregate_uncorrectable")
     if vol:
@@ -332,6 +340,10 @@ def _gpu_problems(gpu, params, problems, gpu_count=1):
             "%d retired page(s) and a retirement pending%s" % (
                 count, " (retirement table full)" if full else ""),
             "Replace the GPU (RMA)." if full else "Reboot (or reload the driver) so the page is retired."))
+
+
+def _pcie_problems(gpu, params, subject, problems):
+    """Add a degraded PCIe link (narrower, or a lower generation while busy) to ``problems`` when checked; returns None."""
     if _param(params, "pcie_check"):
         pcie = gpu.get("pcie") or {}
         if pcie.get("width_current") is not None and pcie.get("width_max") is not None \
@@ -351,6 +363,10 @@ def _gpu_problems(gpu, params, problems, gpu_count=1):
                                100.0 * 2 ** (pcie["gen_current"] - pcie["gen_max"])),
                 "Check BIOS PCIe speed settings and the riser/retimer, reseat the GPU; compare with another node under "
                 "the same load (`nvidia-smi -q -d PCIE`)."))
+
+
+def _thermal_problems(gpu, params, subject, problems):
+    """Add throttled clocks and a high temperature to ``problems``; returns None."""
     reasons = [r for r in (gpu.get("clock_event_reasons") or []) if r in THROTTLE_REASONS]
     if reasons:
         problems.append(problem(
@@ -365,6 +381,10 @@ def _gpu_problems(gpu, params, problems, gpu_count=1):
             "GPU_TEMPERATURE_HIGH", "warning", subject,
             "GPU at %s C%s" % (temp, "" if tlimit is None else " (%s C below its slowdown limit)" % tlimit),
             "Check cooling and airflow; the GPU will slow itself down at its slowdown temperature."))
+
+
+def _nvlink_problems(gpu, subject, problems, gpu_count):
+    """Add inactive NVLink links to ``problems`` (none for a PCIe card without a bridge); returns None."""
     nvlinks = gpu.get("nvlinks")
     if nvlinks:
         links = nvlinks["links"]

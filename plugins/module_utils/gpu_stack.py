@@ -259,6 +259,31 @@ def select_driver_flavor(branch, device_ids, requested="auto"):
 
     if isinstance(device_ids, (str, int)):
         device_ids = [device_ids]
+    old, newest = _gpu_groups(device_ids, problems)
+
+    if newest and branch_num < BLACKWELL_MIN_BRANCH:
+        problems.append(_problem(
+            "GPU_STACK_BRANCH_TOO_OLD", VAR_BRANCH,
+            "driver branch %d does not support GPU %s: Blackwell needs branch %d or newer"
+            % (branch_num, ", ".join(newest), BLACKWELL_MIN_BRANCH),
+            "Set %s to auto or to %d or newer (the R580 long term support branch covers Blackwell)."
+            % (VAR_BRANCH, BLACKWELL_MIN_BRANCH)))
+
+    if wanted == "open":
+        return _open_requested(branch_num, old, problems)
+
+    if wanted == "proprietary":
+        return _proprietary_requested(newest, problems)
+
+    return _auto_flavor(branch_num, device_ids, old, newest, problems)
+
+
+def _gpu_groups(device_ids, problems):
+    """Sort the node's GPUs by what they allow; an unreadable id is added to ``problems``.
+
+    :returns: ``(old, newest)``: the GPUs older than Turing (or not in the table) and the GPUs that need the open
+        modules, each as ``"0x20b2 (Ampere)"``.
+    """
     old, newest = [], []
     for device in device_ids or []:
         try:
@@ -273,37 +298,46 @@ def select_driver_flavor(branch, device_ids, requested="auto"):
             old.append("%s (%s)" % (_hex(value), generation or "older than Turing or not in the table"))
         elif _needs_open(generation):
             newest.append("%s (%s)" % (_hex(value), generation))
+    return old, newest
 
-    if newest and branch_num < BLACKWELL_MIN_BRANCH:
+
+def _open_requested(branch_num, old, problems):
+    """The result for an explicit ``open``, with a problem when an old GPU or the branch cannot use it.
+
+    :returns: the ``select_driver_flavor`` result dict.
+    """
+    if old:
         problems.append(_problem(
-            "GPU_STACK_BRANCH_TOO_OLD", VAR_BRANCH,
-            "driver branch %d does not support GPU %s: Blackwell needs branch %d or newer"
-            % (branch_num, ", ".join(newest), BLACKWELL_MIN_BRANCH),
-            "Set %s to auto or to %d or newer (the R580 long term support branch covers Blackwell)."
-            % (VAR_BRANCH, BLACKWELL_MIN_BRANCH)))
+            "GPU_STACK_OPEN_UNSUPPORTED", VAR_FLAVOR,
+            "the open GPU kernel modules need Turing or newer; GPU %s cannot use them" % ", ".join(old),
+            "Set %s to proprietary (or auto) on nodes with these GPUs." % VAR_FLAVOR))
+    if branch_num < OPEN_MIN_BRANCH:
+        problems.append(_problem(
+            "GPU_STACK_OPEN_UNSUPPORTED", VAR_FLAVOR,
+            "driver branch %d has no open GPU kernel modules (they start with R%d)" % (branch_num, OPEN_MIN_BRANCH),
+            "Set %s to proprietary, or %s to %d or newer." % (VAR_FLAVOR, VAR_BRANCH, OPEN_MIN_BRANCH)))
+    return {"flavor": "open", "reason": "requested (%s: open)" % VAR_FLAVOR, "problems": problems}
 
-    if wanted == "open":
-        if old:
-            problems.append(_problem(
-                "GPU_STACK_OPEN_UNSUPPORTED", VAR_FLAVOR,
-                "the open GPU kernel modules need Turing or newer; GPU %s cannot use them" % ", ".join(old),
-                "Set %s to proprietary (or auto) on nodes with these GPUs." % VAR_FLAVOR))
-        if branch_num < OPEN_MIN_BRANCH:
-            problems.append(_problem(
-                "GPU_STACK_OPEN_UNSUPPORTED", VAR_FLAVOR,
-                "driver branch %d has no open GPU kernel modules (they start with R%d)" % (branch_num, OPEN_MIN_BRANCH),
-                "Set %s to proprietary, or %s to %d or newer." % (VAR_FLAVOR, VAR_BRANCH, OPEN_MIN_BRANCH)))
-        return {"flavor": "open", "reason": "requested (%s: open)" % VAR_FLAVOR, "problems": problems}
 
-    if wanted == "proprietary":
-        if newest:
-            problems.append(_problem(
-                "GPU_STACK_OPEN_REQUIRED", VAR_FLAVOR,
-                "GPU %s is only supported by the open GPU kernel modules; the proprietary modules do not "
-                "drive it" % ", ".join(newest),
-                "Set %s to open (or auto)." % VAR_FLAVOR))
-        return {"flavor": "proprietary", "reason": "requested (%s: proprietary)" % VAR_FLAVOR, "problems": problems}
+def _proprietary_requested(newest, problems):
+    """The result for an explicit ``proprietary``, with a problem when a GPU needs the open modules.
 
+    :returns: the ``select_driver_flavor`` result dict.
+    """
+    if newest:
+        problems.append(_problem(
+            "GPU_STACK_OPEN_REQUIRED", VAR_FLAVOR,
+            "GPU %s is only supported by the open GPU kernel modules; the proprietary modules do not "
+            "drive it" % ", ".join(newest),
+            "Set %s to open (or auto)." % VAR_FLAVOR))
+    return {"flavor": "proprietary", "reason": "requested (%s: proprietary)" % VAR_FLAVOR, "problems": problems}
+
+
+def _auto_flavor(branch_num, device_ids, old, newest, problems):
+    """The result for ``auto``: open for a GPU that needs it, proprietary for an old GPU, else by branch.
+
+    :returns: the ``select_driver_flavor`` result dict.
+    """
     if newest:
         if old:
             problems.append(_problem(

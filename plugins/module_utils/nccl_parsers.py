@@ -325,7 +325,7 @@ def parse_nccl_debug(text):
         "net_plugin": {"loaded": None, "version": None, "collnet": None, "path": None, "missing_versions": [],
                        "internal": None},
     }
-    gdr_enabled = gdr_disabled = False
+    gdr_seen = {"enabled": False, "disabled": False}
     for raw in text.splitlines():
         rec = parse_log_line(raw)
         if rec is None:
@@ -338,83 +338,112 @@ def parse_nccl_debug(text):
             out["warnings"].append({"host": rec["host"], "location": rec["location"], "text": msg,
                                     "line": raw.strip()})
             continue
-        match = _NCCL_VERSION_RE.search(msg)
-        if match and msg.startswith("NCCL version"):
-            out["nccl_version"], out["nccl_cuda"] = match.group(1), match.group(2)
+        if _version_or_bootstrap_line(msg, out):
             continue
-        match = _BOOTSTRAP_RE.match(msg)
-        if match:
-            entry = {"interface": match.group("ifname"), "address": match.group("addr")}
-            if entry not in out["bootstrap"]:
-                out["bootstrap"].append(entry)
+        if _net_plugin_line(msg, out):
             continue
-        plugin = out["net_plugin"]
-        match = _PLUGIN_LOADED_RE.match(msg)
-        if match:
-            if match.group("what") == "net":
-                plugin.update(loaded=match.group("name"), version=match.group("version"), internal=False)
-            else:
-                plugin["collnet"] = match.group("name")
+        if _network_line(msg, out):
             continue
-        match = _PLUGIN_MISSING_SYMBOL_RE.match(msg)
-        if match:
-            if match.group("v") and "Coll" not in match.group("symbol") and \
-                    "v" + match.group("v") not in plugin["missing_versions"]:
-                plugin["missing_versions"].append("v" + match.group("v"))
-            continue
-        match = _PLUGIN_PATH_RE.match(msg)
-        if match:
-            plugin["path"] = match.group("path")
-            continue
-        if _PLUGIN_NONE_RE.match(msg):
-            if plugin["loaded"] is None:
-                plugin["internal"] = True
-            continue
-        match = _NET_USING_RE.match(msg)
-        if match:
-            out["net"].append(_net_devices(match.group("plugin"), match.group("rest")))
-            if match.group("plugin") not in out["net_plugins"]:
-                out["net_plugins"].append(match.group("plugin"))
-            continue
-        match = _NET_NODEV_RE.match(msg)
-        if match:
-            if match.group("plugin") not in out["no_device"]:
-                out["no_device"].append(match.group("plugin"))
-            continue
-        match = _USING_NETWORK_RE.match(msg)
-        if match:
-            out["networks"].append(match.group("net"))
-            continue
-        match = _GDR_RE.search(msg)
-        if match:
-            out["gdr_lines"].append(msg)
-            if match.group("state") == "Enabled":
-                gdr_enabled = True
-            else:
-                gdr_disabled = True
-            continue
-        match = _CHANNEL_RE.match(msg)
-        if match:
-            via = match.group("via")
-            out["channels"].append({
-                "channel": int(match.group("channel")), "src": int(match.group("src")), "dst": int(match.group("dst")),
-                "direction": match.group("dir"), "via": via, "kind": _net_kind(via), "gdrdma": "GDRDMA" in via,
-            })
-            continue
-        match = _COLL_CHANNELS_RE.match(msg)
-        if match:
-            out["coll_channels"] = int(match.group("n"))
-            continue
-        match = _INIT_RE.search(msg)
-        if match:
-            out["nranks"] = int(match.group("nranks"))
+        _transport_line(msg, out, gdr_seen)
     out["channel_transports"] = sorted({c["kind"] for c in out["channels"]})
-    if gdr_enabled or any(c["gdrdma"] for c in out["channels"]):
+    if gdr_seen["enabled"] or any(c["gdrdma"] for c in out["channels"]):
         out["gdr"] = True
-    elif gdr_disabled:
+    elif gdr_seen["disabled"]:
         out["gdr"] = False
     out["transport"] = net_transport(out)
     return out
+
+
+def _version_or_bootstrap_line(msg, out):
+    """Record an ``NCCL version`` or ``Bootstrap : Using`` line in ``out``; returns True when ``msg`` was one."""
+    match = _NCCL_VERSION_RE.search(msg)
+    if match and msg.startswith("NCCL version"):
+        out["nccl_version"], out["nccl_cuda"] = match.group(1), match.group(2)
+        return True
+    match = _BOOTSTRAP_RE.match(msg)
+    if match:
+        entry = {"interface": match.group("ifname"), "address": match.group("addr")}
+        if entry not in out["bootstrap"]:
+            out["bootstrap"].append(entry)
+        return True
+    return False
+
+
+def _net_plugin_line(msg, out):
+    """Record a line about the network plugin in ``out["net_plugin"]``; returns True when ``msg`` was one."""
+    plugin = out["net_plugin"]
+    match = _PLUGIN_LOADED_RE.match(msg)
+    if match:
+        if match.group("what") == "net":
+            plugin.update(loaded=match.group("name"), version=match.group("version"), internal=False)
+        else:
+            plugin["collnet"] = match.group("name")
+        return True
+    match = _PLUGIN_MISSING_SYMBOL_RE.match(msg)
+    if match:
+        if match.group("v") and "Coll" not in match.group("symbol") and \
+                "v" + match.group("v") not in plugin["missing_versions"]:
+            plugin["missing_versions"].append("v" + match.group("v"))
+        return True
+    match = _PLUGIN_PATH_RE.match(msg)
+    if match:
+        plugin["path"] = match.group("path")
+        return True
+    if _PLUGIN_NONE_RE.match(msg):
+        if plugin["loaded"] is None:
+            plugin["internal"] = True
+        return True
+    return False
+
+
+def _network_line(msg, out):
+    """Record a ``NET/<plugin> : Using``, ``No device found`` or ``Using network`` line; returns True when ``msg`` was one."""
+    match = _NET_USING_RE.match(msg)
+    if match:
+        out["net"].append(_net_devices(match.group("plugin"), match.group("rest")))
+        if match.group("plugin") not in out["net_plugins"]:
+            out["net_plugins"].append(match.group("plugin"))
+        return True
+    match = _NET_NODEV_RE.match(msg)
+    if match:
+        if match.group("plugin") not in out["no_device"]:
+            out["no_device"].append(match.group("plugin"))
+        return True
+    match = _USING_NETWORK_RE.match(msg)
+    if match:
+        out["networks"].append(match.group("net"))
+        return True
+    return False
+
+
+def _transport_line(msg, out, gdr_seen):
+    """Record a GPU Direct RDMA line (its state in ``gdr_seen``), a channel, collective-channel or ``Init COMPLETE`` line.
+
+    :returns: None (``out`` and ``gdr_seen`` are updated in place).
+    """
+    match = _GDR_RE.search(msg)
+    if match:
+        out["gdr_lines"].append(msg)
+        if match.group("state") == "Enabled":
+            gdr_seen["enabled"] = True
+        else:
+            gdr_seen["disabled"] = True
+        return
+    match = _CHANNEL_RE.match(msg)
+    if match:
+        via = match.group("via")
+        out["channels"].append({
+            "channel": int(match.group("channel")), "src": int(match.group("src")), "dst": int(match.group("dst")),
+            "direction": match.group("dir"), "via": via, "kind": _net_kind(via), "gdrdma": "GDRDMA" in via,
+        })
+        return
+    match = _COLL_CHANNELS_RE.match(msg)
+    if match:
+        out["coll_channels"] = int(match.group("n"))
+        return
+    match = _INIT_RE.search(msg)
+    if match:
+        out["nranks"] = int(match.group("nranks"))
 
 
 _LOCAL_KINDS = ("P2P", "SHM", "NVLS", "CollNet", "COLLNET")

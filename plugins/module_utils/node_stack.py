@@ -202,15 +202,31 @@ def shadowing_problems(ld_library_path, ld_path_libs=None, ldconfig_text="", whe
     """
     wheels = wheel_sonames(wheel_lib_dirs) if wheel_lib_dirs else None
     wheel_dirs = set(os.path.normpath(d) for d in (wheel_lib_dirs or {}))
+    found, errors = _shadowing_copies(ld_library_path, ld_path_libs, ldconfig_text, wheels, wheel_dirs, load_error)
+    problems, named_families = _shadowed_family_problems(found, wheels)
+    problems.extend(_load_error_problems(errors, named_families))
+    return problems
 
-    def brought(key):
-        return key and (wheels is None and WHEEL_SONAMES.match(key) or wheels is not None and key in wheels)
 
+def _brought(key, wheels):
+    """Whether the soname ``key`` is one the torch wheel brings (any of :data:`WHEEL_SONAMES` when ``wheels`` is None).
+
+    :returns: a true value when it is (``key`` itself may be returned), else a false one.
+    """
+    return key and (wheels is None and WHEEL_SONAMES.match(key) or wheels is not None and key in wheels)
+
+
+def _shadowing_copies(ld_library_path, ld_path_libs, ldconfig_text, wheels, wheel_dirs, load_error):
+    """Find the copies of the wheel's libraries the loader can take first (see :func:`shadowing_problems`).
+
+    :returns: ``(found, errors)``: ``{soname: (severity, path, "LD_LIBRARY_PATH" or "ld.so.conf")}`` and the
+        libraries the load error points at (:func:`load_error_libraries`).
+    """
     folders = [os.path.normpath(f) for f in parse_ld_library_path(ld_library_path)]
     cached = {}
     for name, path in parse_ldconfig(ldconfig_text or "", "lib").items():
         key = soname(name)
-        if key == name and brought(key):
+        if key == name and _brought(key, wheels):
             cached.setdefault(key, path)
     listing = dict((os.path.normpath(k), v) for k, v in (ld_path_libs or {}).items())
     if ld_path_libs is None:
@@ -222,7 +238,7 @@ def shadowing_problems(ld_library_path, ld_path_libs=None, ldconfig_text="", whe
             continue
         for name in sorted(listing.get(folder) or []):
             key = soname(name)
-            if brought(key) and key not in found:
+            if _brought(key, wheels) and key not in found:
                 found[key] = ("error", os.path.join(folder, name), "LD_LIBRARY_PATH")
     errors = load_error_libraries(load_error or "")
     for key, path in sorted(cached.items()):
@@ -232,6 +248,14 @@ def shadowing_problems(ld_library_path, ld_path_libs=None, ldconfig_text="", whe
         if wheels is None and not named:
             continue  # which CUDA the wheel brings is unknown: a system CUDA in the cache is not a finding by itself
         found[key] = ("error" if named else "warning", path, "ld.so.conf")
+    return found, errors
+
+
+def _shadowed_family_problems(found, wheels):
+    """One ``STACK_LIBRARY_SHADOWED`` per library family and place (LD_LIBRARY_PATH or the linker cache) of ``found``.
+
+    :returns: ``(problems, named_families)``: the problems and the set of the family prefixes they name.
+    """
     problems = []
     by_family = {}
     for key in sorted(found):
@@ -257,6 +281,15 @@ def shadowing_problems(ld_library_path, ld_path_libs=None, ldconfig_text="", whe
             "print(torch.cuda.nccl.version(), torch.backends.cudnn.version())'`"
             % (os.path.dirname(entry["paths"][0]), "LD_LIBRARY_PATH" if where == "LD_LIBRARY_PATH" else
                "/etc/ld.so.conf.d (then ldconfig), or keep it off the jobs' path")))
+    return problems, named_families
+
+
+def _load_error_problems(errors, named_families):
+    """One ``STACK_LIBRARY_SHADOWED`` per library the load error points at whose family is not named yet.
+
+    :returns: the problems (``named_families`` is updated in place).
+    """
+    problems = []
     for lib, why in errors:
         prefix, label = family(lib)
         if prefix in named_families:

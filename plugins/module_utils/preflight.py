@@ -138,6 +138,33 @@ def inventory_problems(cfg):
     heads = list(cfg.get("head_hosts") or [])
     head_group = cfg.get("head_group") or "ddp_head"
 
+    problems.extend(_group_problems(nodes, nodes_group, heads, head_group))
+
+    if "rdzv_addr" in cfg:
+        problems.extend(_rdzv_addr_problems(cfg.get("rdzv_addr"), nodes))
+
+    if "rdzv_port" in cfg:
+        found = _port_problem(VAR_RDZV_PORT, cfg.get("rdzv_port"))
+        if found:
+            problems.append(found)
+
+    for variable, value in sorted((cfg.get("ports") or {}).items()):
+        found = _port_problem(variable, value)
+        if found:
+            problems.append(found)
+
+    if "nproc_per_node" in cfg:
+        problems.extend(_nproc_problems(cfg.get("nproc_per_node")))
+
+    return problems
+
+
+def _group_problems(nodes, nodes_group, heads, head_group):
+    """Check the nodes group and the head group (one host, also a node).
+
+    :returns: a list of problems (empty when both groups are fine).
+    """
+    problems = []
     if not nodes:
         problems.append(_problem(
             "PREFLIGHT_NO_NODES", VAR_NODES_GROUP,
@@ -164,42 +191,43 @@ def inventory_problems(cfg):
                 "head host %s (group '%s') is not in the nodes group '%s'"
                 % (", ".join(str(h) for h in missing), head_group, nodes_group),
                 "Add %s to group '%s' too: the head is also a training node." % (missing[0], nodes_group)))
+    return problems
 
-    if "rdzv_addr" in cfg:
-        addr = cfg.get("rdzv_addr")
-        if addr is None or not str(addr).strip():
-            problems.append(_problem(
-                "PREFLIGHT_NO_RDZV_ADDR", VAR_RDZV_ADDR,
-                "%s is empty; every node must be told where the rendezvous runs" % VAR_RDZV_ADDR,
-                "Set %s to the head node's fabric address or a name every node resolves to it." % VAR_RDZV_ADDR))
-        elif is_loopback(addr) and len(nodes) > 1:
-            problems.append(_problem(
-                "PREFLIGHT_LOOPBACK_RDZV", VAR_RDZV_ADDR,
-                "%s is %s, a loopback address, but there are %d nodes: the other nodes would dial "
-                "themselves and never join" % (VAR_RDZV_ADDR, addr, len(nodes)),
-                "Set %s to the head node's address on the training network (not localhost / 127.x / ::1)."
-                % VAR_RDZV_ADDR))
 
-    if "rdzv_port" in cfg:
-        found = _port_problem(VAR_RDZV_PORT, cfg.get("rdzv_port"))
-        if found:
-            problems.append(found)
+def _rdzv_addr_problems(addr, nodes):
+    """Check the rendezvous address: set, and not a loopback address when there are several nodes.
 
-    for variable, value in sorted((cfg.get("ports") or {}).items()):
-        found = _port_problem(variable, value)
-        if found:
-            problems.append(found)
+    :returns: a list of problems (empty when the address is fine).
+    """
+    problems = []
+    if addr is None or not str(addr).strip():
+        problems.append(_problem(
+            "PREFLIGHT_NO_RDZV_ADDR", VAR_RDZV_ADDR,
+            "%s is empty; every node must be told where the rendezvous runs" % VAR_RDZV_ADDR,
+            "Set %s to the head node's fabric address or a name every node resolves to it." % VAR_RDZV_ADDR))
+    elif is_loopback(addr) and len(nodes) > 1:
+        problems.append(_problem(
+            "PREFLIGHT_LOOPBACK_RDZV", VAR_RDZV_ADDR,
+            "%s is %s, a loopback address, but there are %d nodes: the other nodes would dial "
+            "themselves and never join" % (VAR_RDZV_ADDR, addr, len(nodes)),
+            "Set %s to the head node's address on the training network (not localhost / 127.x / ::1)."
+            % VAR_RDZV_ADDR))
+    return problems
 
-    if "nproc_per_node" in cfg:
-        value = cfg.get("nproc_per_node")
-        is_auto = isinstance(value, str) and value.strip().lower() == "auto"
-        count = _int_like(value)
-        if not is_auto and (count is None or count < 1):
-            problems.append(_problem(
-                "PREFLIGHT_BAD_NPROC", VAR_NPROC,
-                "%s is %r; it must be 'auto' (one process per GPU) or an integer >= 1" % (VAR_NPROC, value),
-                "Set %s to auto or to the number of GPUs to use per node." % VAR_NPROC))
 
+def _nproc_problems(value):
+    """Check nproc_per_node: 'auto' or an integer >= 1.
+
+    :returns: a list of problems (empty when the value is fine).
+    """
+    problems = []
+    is_auto = isinstance(value, str) and value.strip().lower() == "auto"
+    count = _int_like(value)
+    if not is_auto and (count is None or count < 1):
+        problems.append(_problem(
+            "PREFLIGHT_BAD_NPROC", VAR_NPROC,
+            "%s is %r; it must be 'auto' (one process per GPU) or an integer >= 1" % (VAR_NPROC, value),
+            "Set %s to auto or to the number of GPUs to use per node." % VAR_NPROC))
     return problems
 
 

@@ -404,76 +404,124 @@ def diagnose(facts, params=None):
 
     hca_list = params.get("nccl_ib_hca")
     for port in ports:
-        subject = _subject(port)
-        ipv4 = _port_ipv4(port, interfaces)
-        why = fabric_reasons(port, ports, port is fabric_port, ipv4, hca_list)
-        in_use = bool(why)
-        addressed = port is fabric_port or bool(ipv4)  # what the RoCE checks (GID, MTU) need to judge a port
-        infiniband = port.get("link_layer") == "InfiniBand"
-        if not _port_up(port):
-            if infiniband and port.get("phys_state") == "LinkUp" and port.get("state") in ("INIT", "ARMED"):
-                problems.append(problem(
-                    "IB_PORT_NO_SM", "error", subject,
-                    "the link is up (LinkUp) but the port stays %s%s: no subnet manager configures it"
-                    % (port.get("state"), " (SM lid 0)" if port.get("sm_lid") == 0 else ""),
-                    "run a subnet manager on the fabric (the switch's, UFM, or `systemctl enable --now opensm` on one "
-                    "node); `sminfo` and `ibstat` (SM lid) show whether one answers"))
-                continue
-            problems.append(problem(
-                "ROCE_PORT_DOWN", "error" if in_use else "warning", subject,
-                "%sport state %s, physical state %s (want ACTIVE / LinkUp)%s"
-                % ("InfiniBand " if infiniband else "", port.get("state"), port.get("phys_state"),
-                   "; it is part of the fabric: %s" % "; ".join(why) if in_use else
-                   "; nothing marks it as part of the fabric (no IPv4 address, not in NCCL_IB_HCA, no link, no "
-                   "other port of its kind up), so it may be unused"),
-                "check the cable, the switch port and `ip link set %s up`; Polling means no link partner (cable, "
-                "transceiver or switch port), Disabled means administratively down; name only cabled ports in "
-                "NCCL_IB_HCA" % (port.get("netdev") or "<netdev>")))
-            continue
-        if infiniband:
-            if port.get("lid") in (0, 0xFFFF):
-                problems.append(problem(
-                    "IB_PORT_NO_LID", "error", subject,
-                    "the InfiniBand port is ACTIVE but has no LID (%s)%s: the subnet manager did not assign one, "
-                    "so no peer can address it" % ("0x%x" % port["lid"],
-                                                   "; SM lid 0" if port.get("sm_lid") == 0 else ""),
-                    "check the subnet manager (`sminfo`, the switch/UFM or opensm log) and re-sweep; `ibstat` shows "
-                    "Base lid once it is assigned"))
-            elif port.get("sm_lid") == 0 and port.get("lid") is not None:
-                problems.append(problem(
-                    "IB_PORT_NO_SM", "error", subject,
-                    "the InfiniBand port has no subnet manager (SM lid 0)",
-                    "run a subnet manager on the fabric (switch, UFM or opensm) and check `sminfo`"))
-        if port.get("link_layer") != "Ethernet":
-            continue
-        if addressed and recommend_gid_index(port.get("gids"), ipv4) is None:
-            problems.append(problem(
-                "ROCE_NO_V2_GID", "error", subject,
-                "no RoCE v2 GID for %s in the GID table%s" % (
-                    ipv4 or "an IPv4 address",
-                    "" if port.get("gids") else " (the table is empty)"),
-                "give %s an IPv4 address (the kernel then adds the ::ffff:a.b.c.d GIDs); check "
-                "/sys/class/infiniband/%s/ports/%s/gid_attrs/types/* shows 'RoCE v2' (cma_roce_mode)"
-                % (port.get("netdev") or "the netdev", port.get("device"), port.get("port"))))
-        mtu = port.get("active_mtu")
-        if addressed and mtu is not None and mtu < min_mtu:
-            netdev_mtu = port.get("netdev_mtu") or (interfaces.get(port.get("netdev") or "", {}) or {}).get("mtu")
-            problems.append(problem(
-                "ROCE_MTU_LOW", "warning", subject,
-                "RoCE active_mtu %d is below %d%s" % (
-                    mtu, min_mtu, " (netdev MTU %s)" % netdev_mtu if netdev_mtu else ""),
-                "set the netdev MTU to 9000 (the switch ports too); RoCE then runs at active_mtu 4096"))
-        qos = (facts.get("qos") or {}).get(port.get("netdev") or "")
-        if qos and qos.get("pfc") is not None and not qos.get("pfc_enabled"):
-            problems.append(problem(
-                "ROCE_PFC_DISABLED", "warning", subject,
-                "PFC is disabled on every priority (trust %s): without flow control (or ECN-only congestion "
-                "control agreed with the switch) RoCE drops packets under load and all-reduce bandwidth "
-                "collapses" % (qos.get("trust") or "unknown"),
-                "enable PFC on the RoCE priority, matching the switch (commonly: mlnx_qos -i %s --trust dscp "
-                "--pfc 0,0,0,1,0,0,0,0); ask the network team which priority the fabric uses"
-                % (port.get("netdev") or "<if>")))
+        problems.extend(_port_problems(port, ports, fabric_port, facts, interfaces, hca_list, min_mtu))
 
+    problems.extend(_gid_index_problems(params, ports, fabric_port, interfaces))
+    return problems
+
+
+def _port_problems(port, ports, fabric_port, facts, interfaces, hca_list, min_mtu):
+    """The problems of one RDMA port: down, no subnet manager or LID (InfiniBand), GID, MTU and PFC (RoCE).
+
+    :returns: list of problem dicts.
+    """
+    subject = _subject(port)
+    ipv4 = _port_ipv4(port, interfaces)
+    why = fabric_reasons(port, ports, port is fabric_port, ipv4, hca_list)
+    addressed = port is fabric_port or bool(ipv4)  # what the RoCE checks (GID, MTU) need to judge a port
+    infiniband = port.get("link_layer") == "InfiniBand"
+    if not _port_up(port):
+        return [_port_down_problem(port, subject, infiniband, why)]
+    problems = []
+    if infiniband:
+        problems.extend(_ib_port_problems(port, subject))
+    if port.get("link_layer") != "Ethernet":
+        return problems
+    problems.extend(_roce_port_problems(port, subject, facts, interfaces, ipv4, addressed, min_mtu))
+    return problems
+
+
+def _port_down_problem(port, subject, infiniband, why):
+    """The problem of a port that is not ACTIVE: ``IB_PORT_NO_SM`` for an InfiniBand link no subnet manager
+    configured, else ``ROCE_PORT_DOWN`` (an error when ``why`` says it is part of the fabric).
+
+    :returns: one problem dict.
+    """
+    in_use = bool(why)
+    if infiniband and port.get("phys_state") == "LinkUp" and port.get("state") in ("INIT", "ARMED"):
+        return problem(
+            "IB_PORT_NO_SM", "error", subject,
+            "the link is up (LinkUp) but the port stays %s%s: no subnet manager configures it"
+            % (port.get("state"), " (SM lid 0)" if port.get("sm_lid") == 0 else ""),
+            "run a subnet manager on the fabric (the switch's, UFM, or `systemctl enable --now opensm` on one "
+            "node); `sminfo` and `ibstat` (SM lid) show whether one answers")
+    return problem(
+        "ROCE_PORT_DOWN", "error" if in_use else "warning", subject,
+        "%sport state %s, physical state %s (want ACTIVE / LinkUp)%s"
+        % ("InfiniBand " if infiniband else "", port.get("state"), port.get("phys_state"),
+           "; it is part of the fabric: %s" % "; ".join(why) if in_use else
+           "; nothing marks it as part of the fabric (no IPv4 address, not in NCCL_IB_HCA, no link, no "
+           "other port of its kind up), so it may be unused"),
+        "check the cable, the switch port and `ip link set %s up`; Polling means no link partner (cable, "
+        "transceiver or switch port), Disabled means administratively down; name only cabled ports in "
+        "NCCL_IB_HCA" % (port.get("netdev") or "<netdev>"))
+
+
+def _ib_port_problems(port, subject):
+    """The problems of an ACTIVE InfiniBand port: no LID, or no subnet manager (SM lid 0).
+
+    :returns: list of problem dicts (at most one).
+    """
+    problems = []
+    if port.get("lid") in (0, 0xFFFF):
+        problems.append(problem(
+            "IB_PORT_NO_LID", "error", subject,
+            "the InfiniBand port is ACTIVE but has no LID (%s)%s: the subnet manager did not assign one, "
+            "so no peer can address it" % ("0x%x" % port["lid"],
+                                           "; SM lid 0" if port.get("sm_lid") == 0 else ""),
+            "check the subnet manager (`sminfo`, the switch/UFM or opensm log) and re-sweep; `ibstat` shows "
+            "Base lid once it is assigned"))
+    elif port.get("sm_lid") == 0 and port.get("lid") is not None:
+        problems.append(problem(
+            "IB_PORT_NO_SM", "error", subject,
+            "the InfiniBand port has no subnet manager (SM lid 0)",
+            "run a subnet manager on the fabric (switch, UFM or opensm) and check `sminfo`"))
+    return problems
+
+
+def _roce_port_problems(port, subject, facts, interfaces, ipv4, addressed, min_mtu):
+    """The problems of an ACTIVE RoCE (Ethernet) port: no RoCE v2 GID, a low MTU, PFC off.
+
+    :returns: list of problem dicts.
+    """
+    problems = []
+    if addressed and recommend_gid_index(port.get("gids"), ipv4) is None:
+        problems.append(problem(
+            "ROCE_NO_V2_GID", "error", subject,
+            "no RoCE v2 GID for %s in the GID table%s" % (
+                ipv4 or "an IPv4 address",
+                "" if port.get("gids") else " (the table is empty)"),
+            "give %s an IPv4 address (the kernel then adds the ::ffff:a.b.c.d GIDs); check "
+            "/sys/class/infiniband/%s/ports/%s/gid_attrs/types/* shows 'RoCE v2' (cma_roce_mode)"
+            % (port.get("netdev") or "the netdev", port.get("device"), port.get("port"))))
+    mtu = port.get("active_mtu")
+    if addressed and mtu is not None and mtu < min_mtu:
+        netdev_mtu = port.get("netdev_mtu") or (interfaces.get(port.get("netdev") or "", {}) or {}).get("mtu")
+        problems.append(problem(
+            "ROCE_MTU_LOW", "warning", subject,
+            "RoCE active_mtu %d is below %d%s" % (
+                mtu, min_mtu, " (netdev MTU %s)" % netdev_mtu if netdev_mtu else ""),
+            "set the netdev MTU to 9000 (the switch ports too); RoCE then runs at active_mtu 4096"))
+    qos = (facts.get("qos") or {}).get(port.get("netdev") or "")
+    if qos and qos.get("pfc") is not None and not qos.get("pfc_enabled"):
+        problems.append(problem(
+            "ROCE_PFC_DISABLED", "warning", subject,
+            "PFC is disabled on every priority (trust %s): without flow control (or ECN-only congestion "
+            "control agreed with the switch) RoCE drops packets under load and all-reduce bandwidth "
+            "collapses" % (qos.get("trust") or "unknown"),
+            "enable PFC on the RoCE priority, matching the switch (commonly: mlnx_qos -i %s --trust dscp "
+            "--pfc 0,0,0,1,0,0,0,0); ask the network team which priority the fabric uses"
+            % (port.get("netdev") or "<if>")))
+    return problems
+
+
+def _gid_index_problems(params, ports, fabric_port, interfaces):
+    """Check NCCL_IB_GID_INDEX against the fabric port (or the first RoCE port), and whether one index fits every
+    RoCE port.
+
+    :returns: list of problem dicts.
+    """
+    problems = []
     if fabric_port is not None and fabric_port.get("link_layer") == "Ethernet":
         problems.extend(check_gid_index(params.get("nccl_ib_gid_index"), fabric_port.get("gids"),
                                         _port_ipv4(fabric_port, interfaces)))

@@ -100,91 +100,136 @@ def parse_runtime_log(text):
     """
     out = {"watchdog": [], "last_work": {}, "async_errors": [], "store": [], "rendezvous": [], "gloo": [],
            "child_failures": [], "agent_failures": [], "signals": [], "nccl_warnings": [], "nccl_tests_failures": []}
-    failure = None
-    waiting_last = False
+    state = {"failure": None, "waiting_last": False}
     for raw in (text or "").splitlines():
         line = _strip(raw)
-        match = _WATCHDOG.search(line)
+        if _torch_line(line, out) or _nccl_error_line(line, out, state) or _warn_or_tool_line(line, out):
+            continue
+        _child_failure_line(line, out, state)
+    _finish_child_failures(out, state["failure"])
+    return out
+
+
+def _torch_line(line, out):
+    """Record a watchdog timeout, last-work, c10d store, rendezvous or Gloo line in ``out``.
+
+    :returns: True when nothing else is to be read from the line (a store error line may still carry more).
+    """
+    match = _WATCHDOG.search(line)
+    if match:
+        fields = dict(_WORK_FIELD.findall(match.group("work")))
+        out["watchdog"].append({
+            "rank": int(match.group("rank")), "seq": _int(fields.get("SeqNum")), "op": fields.get("OpType"),
+            "timeout_ms": _int(fields.get("Timeout(ms)") or _timeout_field(match.group("work"))),
+            "ran_ms": int(match.group("ran")), "numel_in": _int(fields.get("NumelIn")),
+            "numel_out": _int(fields.get("NumelOut")), "line": line.strip()})
+        return True
+    match = _LAST_WORK.search(line)
+    if match:
+        out["last_work"][int(match.group("rank"))] = {
+            "at": int(match.group("at")), "enqueued": int(match.group("enq")), "completed": int(match.group("done"))}
+        return True
+    for rx, kind in _STORE:
+        match = rx.search(line)
         if match:
-            fields = dict(_WORK_FIELD.findall(match.group("work")))
-            out["watchdog"].append({
-                "rank": int(match.group("rank")), "seq": _int(fields.get("SeqNum")), "op": fields.get("OpType"),
-                "timeout_ms": _int(fields.get("Timeout(ms)") or _timeout_field(match.group("work"))),
-                "ran_ms": int(match.group("ran")), "numel_in": _int(fields.get("NumelIn")),
-                "numel_out": _int(fields.get("NumelOut")), "line": line.strip()})
-            continue
-        match = _LAST_WORK.search(line)
-        if match:
-            out["last_work"][int(match.group("rank"))] = {
-                "at": int(match.group("at")), "enqueued": int(match.group("enq")), "completed": int(match.group("done"))}
-            continue
-        for rx, kind in _STORE:
-            match = rx.search(line)
-            if match:
-                entry = dict((k, v) for k, v in match.groupdict().items() if v is not None)
-                entry.update(kind=kind, line=line.strip())
-                out["store"].append(entry)
-                break
-        else:
-            match = _RDZV.search(line)
-            if match and "raise" not in line and "import" not in line:
-                out["rendezvous"].append({"kind": match.group("kind"), "text": (match.group("text") or "").strip()})
-                continue
-        match = _GLOO.search(line)
-        if match:
-            out["gloo"].append({"text": match.group("text").strip(), "op": match.group("op"),
-                                "timeout_ms": _int(match.group("ms")), "peer": match.group("peer"),
-                                "where": match.group("where")})
-            continue
-        match = _ASYNC.search(line) or _NCCL_ERROR_IN.search(line)
-        if match and "NCCL error" in line:
-            last = _LAST_ERROR.search(line)
-            entry = {"error": match.group("error").strip(), "version": match.groupdict().get("version"),
-                     "last_error": last.group("text").strip() if last else None, "line": line.strip()}
-            if entry not in out["async_errors"]:
-                out["async_errors"].append(entry)
-            continue
-        if out["async_errors"] and out["async_errors"][-1]["last_error"] is None:
-            last = _LAST_ERROR.search(line)
-            if last:
-                out["async_errors"][-1]["last_error"] = last.group("text").strip()
-            elif line.strip() == "Last error:":
-                waiting_last = True
-                continue
-            elif waiting_last and line.strip():
-                out["async_errors"][-1]["last_error"] = line.strip()
-                waiting_last = False
-        record = parse_log_line(line)
-        if record is not None and record["level"] == "WARN":
-            out["nccl_warnings"].append({"host": record["host"], "location": record["location"],
-                                         "text": record["message"]})
-            continue
-        match = _NT_FAILURE.search(line)
-        if match:
-            out["nccl_tests_failures"].append({"kind": match.group("kind"), "location": match.group("loc"),
-                                               "text": match.group("text").strip(" /")})
-            continue
-        match = _AGENT_FAILED.search(line)
-        if match:
-            out["agent_failures"].append({"exitcode": match.group("code"), "local_rank": int(match.group("local")),
-                                          "pid": int(match.group("pid"))})
-            continue
-        match = _SIGNAL.search(line)
-        if match:
-            out["signals"].append({"name": match.group("name"), "pid": int(match.group("pid"))})
-        if _CHILD_FAILED.search(line):
+            entry = dict((k, v) for k, v in match.groupdict().items() if v is not None)
+            entry.update(kind=kind, line=line.strip())
+            out["store"].append(entry)
+            break
+    else:
+        match = _RDZV.search(line)
+        if match and "raise" not in line and "import" not in line:
+            out["rendezvous"].append({"kind": match.group("kind"), "text": (match.group("text") or "").strip()})
+            return True
+    match = _GLOO.search(line)
+    if match:
+        out["gloo"].append({"text": match.group("text").strip(), "op": match.group("op"),
+                            "timeout_ms": _int(match.group("ms")), "peer": match.group("peer"),
+                            "where": match.group("where")})
+        return True
+    return False
+
+
+def _nccl_error_line(line, out, state):
+    """Record an NCCL error line, or the ``Last error:`` that follows one (``state["waiting_last"]`` spans lines).
+
+    :returns: True when nothing else is to be read from the line.
+    """
+    match = _ASYNC.search(line) or _NCCL_ERROR_IN.search(line)
+    if match and "NCCL error" in line:
+        last = _LAST_ERROR.search(line)
+        entry = {"error": match.group("error").strip(), "version": match.groupdict().get("version"),
+                 "last_error": last.group("text").strip() if last else None, "line": line.strip()}
+        if entry not in out["async_errors"]:
+            out["async_errors"].append(entry)
+        return True
+    if out["async_errors"] and out["async_errors"][-1]["last_error"] is None:
+        last = _LAST_ERROR.search(line)
+        if last:
+            out["async_errors"][-1]["last_error"] = last.group("text").strip()
+        elif line.strip() == "Last error:":
+            state["waiting_last"] = True
+            return True
+        elif state["waiting_last"] and line.strip():
+            out["async_errors"][-1]["last_error"] = line.strip()
+            state["waiting_last"] = False
+    return False
+
+
+def _warn_or_tool_line(line, out):
+    """Record an NCCL WARN line, an nccl-tests failure or a torchrun agent's worker failure in ``out``.
+
+    :returns: True when the line was one of them.
+    """
+    record = parse_log_line(line)
+    if record is not None and record["level"] == "WARN":
+        out["nccl_warnings"].append({"host": record["host"], "location": record["location"],
+                                     "text": record["message"]})
+        return True
+    match = _NT_FAILURE.search(line)
+    if match:
+        out["nccl_tests_failures"].append({"kind": match.group("kind"), "location": match.group("loc"),
+                                           "text": match.group("text").strip(" /")})
+        return True
+    match = _AGENT_FAILED.search(line)
+    if match:
+        out["agent_failures"].append({"exitcode": match.group("code"), "local_rank": int(match.group("local")),
+                                      "pid": int(match.group("pid"))})
+        return True
+    return False
+
+
+def _child_failure_line(line, out, state):
+    """Record a signal line, and the fields of torchrun's ``ChildFailedError`` report (``state["failure"]``, the
+    failure being read, spans lines).
+
+    :returns: None (``out`` and ``state`` are updated in place).
+    """
+    match = _SIGNAL.search(line)
+    if match:
+        out["signals"].append({"name": match.group("name"), "pid": int(match.group("pid"))})
+    if _CHILD_FAILED.search(line):
+        state["failure"] = {}
+        return
+    failure = state["failure"]
+    match = _FAILURE_FIELDS.match(line)
+    if match and failure is not None:
+        key, value = match.group("key"), match.group("value")
+        if key == "time" and failure:
+            out["child_failures"].append(failure)
             failure = {}
-            continue
-        match = _FAILURE_FIELDS.match(line)
-        if match and failure is not None:
-            key, value = match.group("key"), match.group("value")
-            if key == "time" and failure:
-                out["child_failures"].append(failure)
-                failure = {}
-            failure[key] = value
-            if key == "traceback":
-                out["child_failures"].append(failure)
-                failure = {}
+        failure[key] = value
+        if key == "traceback":
+            out["child_failures"].append(failure)
+            failure = {}
+        state["failure"] = failure
+
+
+def _finish_child_failures(out, failure):
+    """Close the last failure read, add each one's signal and rank, drop empty ones, fall back on the agent's failures.
+
+    :returns: None (``out["child_failures"]`` is updated in place).
+    """
     if failure:
         out["child_failures"].append(failure)
     for item in out["child_failures"]:
@@ -196,7 +241,6 @@ def parse_runtime_log(text):
         for agent in out["agent_failures"]:
             out["child_failures"].append({"rank": None, "local_rank": agent["local_rank"], "host": None,
                                           "exitcode": agent["exitcode"], "signal": SIGNALS.get(agent["exitcode"])})
-    return out
 
 
 def _timeout_field(work):
@@ -307,42 +351,7 @@ def runtime_problems(text, subject="job", world_size=None):
     parsed = parse_runtime_log(text)
     out = []
     if parsed["watchdog"]:
-        items = parsed["watchdog"]
-        first = min(items, key=lambda i: (i["seq"] if i["seq"] is not None else 0))
-        ops = sorted(set("%s SeqNum=%s" % (i["op"], i["seq"]) for i in items))
-        quiet = ""
-        if world_size:
-            seen = set(i["rank"] for i in items)
-            missing = [r for r in range(int(world_size)) if r not in seen]
-            if missing and len(missing) < int(world_size):
-                quiet = "; ranks %s reported no timeout: look at them first (crashed, hung, or in another " \
-                        "collective)" % ", ".join(str(r) for r in missing[:16])
-        seqs = sorted(set(i["seq"] for i in items if i["seq"] is not None))
-        by_seq = {}
-        for i in items:
-            by_seq.setdefault(i["seq"], set()).add(i["op"])
-        mixed = sorted(str(seq) for seq, kinds in by_seq.items() if len(kinds) > 1)
-        desync = ""
-        if mixed:
-            desync = "; ranks run different collectives at the same sequence number (%s): the ranks are out of " \
-                     "step (a desynchronisation in the program)" % ", ".join(mixed[:4])
-        elif len(seqs) > 1:
-            desync = "; ranks wait at different sequence numbers (%s): a desynchronisation" % ", ".join(
-                str(s) for s in seqs[:6])
-        lag = ""
-        if parsed["last_work"]:
-            rank, work = sorted(parsed["last_work"].items())[0]
-            lag = "; rank %d: last completed NCCL work %d, last enqueued %d" % (rank, work["completed"], work["enqueued"])
-        out.append(problem(
-            "TORCH_NCCL_WATCHDOG_TIMEOUT", "error", subject,
-            "a collective hung: NCCL watchdog timeout on rank(s) %s in %s after %s ms (timeout %s ms)%s%s%s. Not a "
-            "rendezvous or firewall problem: the ranks had connected and were inside the collective"
-            % (_ranks(items), ", ".join(ops[:4]), first["ran_ms"], first["timeout_ms"], desync, quiet, lag),
-            "find the rank that did not enter or finish the collective: its own log (an exception, OOM, an Xid), a "
-            "data-dependent branch, a straggler stuck in I/O; rerun with TORCH_NCCL_DESYNC_DEBUG=1 (and "
-            "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 for the flight recorder) and NCCL_DEBUG=INFO; `py-spy dump` the hung "
-            "ranks; if every rank is inside the collective, check the fabric (roce_health counters, ib_write_bw). "
-            "Raise the timeout only for collectives that are slow by design"))
+        out.append(_watchdog_problem(parsed["watchdog"], parsed["last_work"], subject, world_size))
     for entry in parsed["async_errors"][:1]:
         cls = classify_nccl_error("\n".join([entry["error"], entry.get("last_error") or ""] +
                                             [w["text"] for w in parsed["nccl_warnings"]]))
@@ -353,22 +362,7 @@ def runtime_problems(text, subject="job", world_size=None):
                 "; last error: %s" % entry["last_error"] if entry.get("last_error") else ""),
             cls["fix"]))
     for entry in parsed["store"][:1]:
-        if entry["kind"] == "clients":
-            message = "the c10d store on the first node waited %s s for its %s: %s/%s joined; the other nodes " \
-                      "never reached it" % (entry["s"], entry["who"], entry["joined"], entry["total"])
-            fix = "start every node's process (nnodes = the nodes that really start), make MASTER_ADDR/" \
-                  "rdzv_endpoint an address the other nodes reach (not loopback), open its port in the firewall"
-        elif entry["kind"] == "connect":
-            message = "could not connect to the c10d store at %s:%s within %s" % (entry["host"], entry["port"],
-                                                                                  entry["t"])
-            fix = "check that %s resolves to the first node's fabric address on every node (not 127.0.x.x), that " \
-                  "the process there started, and that port %s is open between the nodes" % (entry["host"],
-                                                                                             entry["port"])
-        else:
-            message = "the c10d store connection failed: %s" % entry["text"]
-            fix = "the store lives in rank 0's process on the first node: if that process died, its own log has the " \
-                  "first error; otherwise check the network between the nodes"
-        out.append(problem("TORCH_STORE_ERROR", "error", subject, message, fix))
+        out.append(_store_problem(entry, subject))
     for entry in parsed["rendezvous"][:1]:
         out.append(problem(
             "TORCH_RENDEZVOUS_FAILED", "error", subject,
@@ -384,18 +378,92 @@ def runtime_problems(text, subject="job", world_size=None):
             "look at the peer's log for its first error; GLOO_SOCKET_IFNAME must name the fabric interface on every "
             "node; Gloo is CPU-bound on small hosts: raise the timeout for large tensors"))
     for entry in parsed["child_failures"][:4]:
-        signal = entry.get("signal")
-        out.append(problem(
-            "TORCHRUN_WORKER_FAILED", "error", subject,
-            "torchrun: rank %s on %s exited with %s%s" % (
-                entry.get("rank") if entry.get("rank") is not None else "(local rank %s)" % entry.get("local_rank"),
-                entry.get("host") or "?", entry.get("exitcode"),
-                " (%s%s)" % (signal, ": killed, often by the OOM killer" if signal == "SIGKILL" else "")
-                if signal else ""),
-            "read that rank's own traceback (above in the log, or error_file); for SIGKILL check `dmesg | grep -i "
-            "oom` on %s; for SIGABRT after an NCCL error the NCCL finding is the cause" % (entry.get("host") or "the host")))
+        out.append(_worker_failed_problem(entry, subject))
     out.extend(warn_problems(parsed["nccl_warnings"], subject))
     return out
+
+
+def _watchdog_problem(items, last_work, subject, world_size):
+    """The ``TORCH_NCCL_WATCHDOG_TIMEOUT`` problem for the watchdog timeouts ``items`` of a log (see
+    :func:`parse_runtime_log`): the ranks and collectives, a desynchronisation, the ranks that reported none.
+
+    :returns: one problem dict.
+    """
+    first = min(items, key=lambda i: (i["seq"] if i["seq"] is not None else 0))
+    ops = sorted(set("%s SeqNum=%s" % (i["op"], i["seq"]) for i in items))
+    quiet = ""
+    if world_size:
+        seen = set(i["rank"] for i in items)
+        missing = [r for r in range(int(world_size)) if r not in seen]
+        if missing and len(missing) < int(world_size):
+            quiet = "; ranks %s reported no timeout: look at them first (crashed, hung, or in another " \
+                    "collective)" % ", ".join(str(r) for r in missing[:16])
+    seqs = sorted(set(i["seq"] for i in items if i["seq"] is not None))
+    by_seq = {}
+    for i in items:
+        by_seq.setdefault(i["seq"], set()).add(i["op"])
+    mixed = sorted(str(seq) for seq, kinds in by_seq.items() if len(kinds) > 1)
+    desync = ""
+    if mixed:
+        desync = "; ranks run different collectives at the same sequence number (%s): the ranks are out of " \
+                 "step (a desynchronisation in the program)" % ", ".join(mixed[:4])
+    elif len(seqs) > 1:
+        desync = "; ranks wait at different sequence numbers (%s): a desynchronisation" % ", ".join(
+            str(s) for s in seqs[:6])
+    lag = ""
+    if last_work:
+        rank, work = sorted(last_work.items())[0]
+        lag = "; rank %d: last completed NCCL work %d, last enqueued %d" % (rank, work["completed"], work["enqueued"])
+    return problem(
+        "TORCH_NCCL_WATCHDOG_TIMEOUT", "error", subject,
+        "a collective hung: NCCL watchdog timeout on rank(s) %s in %s after %s ms (timeout %s ms)%s%s%s. Not a "
+        "rendezvous or firewall problem: the ranks had connected and were inside the collective"
+        % (_ranks(items), ", ".join(ops[:4]), first["ran_ms"], first["timeout_ms"], desync, quiet, lag),
+        "find the rank that did not enter or finish the collective: its own log (an exception, OOM, an Xid), a "
+        "data-dependent branch, a straggler stuck in I/O; rerun with TORCH_NCCL_DESYNC_DEBUG=1 (and "
+        "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 for the flight recorder) and NCCL_DEBUG=INFO; `py-spy dump` the hung "
+        "ranks; if every rank is inside the collective, check the fabric (roce_health counters, ib_write_bw). "
+        "Raise the timeout only for collectives that are slow by design")
+
+
+def _store_problem(entry, subject):
+    """The ``TORCH_STORE_ERROR`` problem for a c10d store error of the log (clients missing, no connection, a socket).
+
+    :returns: one problem dict.
+    """
+    if entry["kind"] == "clients":
+        message = "the c10d store on the first node waited %s s for its %s: %s/%s joined; the other nodes " \
+                  "never reached it" % (entry["s"], entry["who"], entry["joined"], entry["total"])
+        fix = "start every node's process (nnodes = the nodes that really start), make MASTER_ADDR/" \
+              "rdzv_endpoint an address the other nodes reach (not loopback), open its port in the firewall"
+    elif entry["kind"] == "connect":
+        message = "could not connect to the c10d store at %s:%s within %s" % (entry["host"], entry["port"],
+                                                                              entry["t"])
+        fix = "check that %s resolves to the first node's fabric address on every node (not 127.0.x.x), that " \
+              "the process there started, and that port %s is open between the nodes" % (entry["host"],
+                                                                                         entry["port"])
+    else:
+        message = "the c10d store connection failed: %s" % entry["text"]
+        fix = "the store lives in rank 0's process on the first node: if that process died, its own log has the " \
+              "first error; otherwise check the network between the nodes"
+    return problem("TORCH_STORE_ERROR", "error", subject, message, fix)
+
+
+def _worker_failed_problem(entry, subject):
+    """The ``TORCHRUN_WORKER_FAILED`` problem for one failed worker torchrun reported.
+
+    :returns: one problem dict.
+    """
+    signal = entry.get("signal")
+    return problem(
+        "TORCHRUN_WORKER_FAILED", "error", subject,
+        "torchrun: rank %s on %s exited with %s%s" % (
+            entry.get("rank") if entry.get("rank") is not None else "(local rank %s)" % entry.get("local_rank"),
+            entry.get("host") or "?", entry.get("exitcode"),
+            " (%s%s)" % (signal, ": killed, often by the OOM killer" if signal == "SIGKILL" else "")
+            if signal else ""),
+        "read that rank's own traceback (above in the log, or error_file); for SIGKILL check `dmesg | grep -i "
+        "oom` on %s; for SIGABRT after an NCCL error the NCCL finding is the cause" % (entry.get("host") or "the host"))
 
 
 # Known NCCL WARN texts -> what to do. Sources: NCCL user guide troubleshooting

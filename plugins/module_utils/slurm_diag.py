@@ -573,93 +573,12 @@ def log_problems(events, clock_offsets=None, max_offset_s=None):
             out.append(problem(*args))
 
     for index, ev in enumerate(events or []):
-        kind, node = ev["kind"], ev.get("node")
+        node = ev.get("node")
         subject = "slurm node %s" % node if node else "slurm"
-        if kind == "low_memory":
-            add((kind, node), "SLURM_NODE_LOW_RESOURCES", "error", subject,
-                "slurmctld: the node has %s MiB of memory, its NodeName line says RealMemory=%s: Slurm drains it"
-                % (ev["have"], ev["want"]),
-                "set RealMemory at or below %s (from `slurmd -C`, less a reserve), `scontrol reconfigure`, then "
-                "`scontrol update NodeName=%s State=RESUME`" % (ev["have"], node))
-        elif kind in ("low_cpus", "low_tmp"):
-            add((kind, node), "SLURM_NODE_LOW_RESOURCES", "error", subject,
-                "slurmctld: the node has a %s of %s, configured %s: Slurm drains it"
-                % ("%s count" % ev.get("what", "cpu") if kind == "low_cpus" else "TmpDisk", ev["have"], ev["want"]),
-                "write the NodeName line from `slurmd -C` on the node, `scontrol reconfigure`, resume the node")
-        elif kind in ("gres_low", "gres_changed", "gres_file"):
-            what = ("%s %s, configured %s" % (ev.get("gres"), ev.get("have"), ev.get("want"))
-                    if kind != "gres_file" else "gres.conf names %s, which does not exist" % ev.get("file"))
-            add(("gres", node), "SLURM_GRES_MISMATCH", "error", subject,
-                "Slurm counts fewer GPUs than configured (%s): the node is drained/INVAL" % what,
-                "check `nvidia-smi -L` and /dev/nvidia*; make gres.conf File= lines and Gres= match the GPUs "
-                "present, restart slurmd, then resume the node")
-        elif kind == "set_state" and ev.get("reason"):
-            known = classify_reason(ev["reason"])
-            if known and (known[0], node) not in seen:
-                add((known[0], node), known[0], "error", subject,
-                    "slurmctld set the node %s: %s (%r)" % (ev["state"], known[1], ev["reason"]),
-                    known[2].replace("{node}", node or "<node>"))
-        elif kind == "registration":
-            add(("registration", node), "SLURM_NODE_INVALID", "error", subject,
-                "slurmctld refused the node's registration: %s" % ev["error"],
-                "the lines before it in slurmctld.log say why (low memory/CPUs, GRES); fix the NodeName line or "
-                "the node, restart slurmd")
-        elif kind == "not_responding" and not any(
-                e["kind"] == "responding" and e.get("node") == node for e in events[index + 1:]):
-            add((kind, node), "SLURM_NODE_NOT_RESPONDING", "error", subject,
-                "slurmctld: %s not responding" % node,
-                "on the node: `systemctl status slurmd munge`, the firewall (6817/6818), the clock, slurmd.log")
-        elif kind == "unable_to_register":
-            add((kind, node), "SLURM_NODE_NOT_RESPONDING", "error", subject,
-                "slurmd could not register with slurmctld: %s" % ev["what"],
-                "from the node: slurmctld's address and port 6817 reachable (firewall), the same munge key and a clock "
-                "in sync (`munge -n | ssh <controller> unmunge`), the same slurm.conf")
-        elif kind == "rebooted":
-            add((kind, node), "SLURM_NODE_REBOOTED", "error", subject, "slurmctld: the node rebooted unexpectedly",
-                "find why (`journalctl --list-boots`, kernel panic, power), check its health, resume it")
-        elif kind == "munge_invalid":
-            add((kind, node), "SLURM_MUNGE_KEY_MISMATCH", "error", subject,
-                "munge: %s: the sender's munged uses another key than this one (or was not restarted after the "
-                "key changed); not a clock problem" % ev["what"],
-                "copy the controller's /etc/munge/munge.key to every node (owner munge, mode 0400), restart munge "
-                "everywhere (munged reads the key only at start), check `munge -n | ssh <node> unmunge`")
-        elif kind == "munge_clock":
-            offset = _munge_offset(events, index)
-            add((kind, node), "SLURM_MUNGE_CLOCK_SKEW", "error", subject,
-                "munge: %s: the clocks of the two hosts disagree%s (the key is fine)" % (
-                    ev["what"], "; the sending host's clock is %+.0f s off this host's (ENCODED vs DECODED)" % offset
-                    if offset is not None else ""),
-                "synchronise the clocks (chrony/ntpd on every node, `chronyc tracking`), then restart slurmd; "
-                "compare `date +%s` on the nodes")
-        elif kind == "munge_down":
-            add((kind, node), "SLURM_MUNGE_DOWN", "error", subject,
-                "munge: %s: munged is not running on this host" % ev["what"],
-                "`systemctl enable --now munge`; if it does not start, `journalctl -u munge` (key owner munge, "
-                "mode 0400, /etc/munge mode 0700)")
-        elif kind == "auth_error" and not any(e["kind"].startswith("munge") for e in events):
-            add((kind, node), "SLURM_MUNGE_KEY_MISMATCH", "error", subject,
-                "slurm: %s has authentication error: %s" % (ev["rpc"], ev["what"]),
-                "check `munge -n | ssh <node> unmunge` both ways: invalid credential = key, expired/rewound = clock")
-        elif kind == "conf_differs":
-            add((kind, node), "SLURM_CONF_MISMATCH", "error", subject,
-                "slurmctld: the node runs with a different slurm.conf",
-                "install one slurm.conf on every node (re-run the scheduler stage), then `scontrol reconfigure`")
-        elif kind == "config_differs":
-            add((kind, node), "SLURM_NODE_LOW_RESOURCES", "warning", subject,
-                "slurmd: node configuration differs from hardware: %s" % ev["detail"],
-                "write the NodeName line from `slurmd -C` (the slurm role does), `scontrol reconfigure`")
-        elif kind == "health_check":
-            add((kind, node), "SLURM_HEALTH_CHECK_FAILED", "error", subject,
-                "slurmd: HealthCheckProgram exited %s: %s" % (ev["rc"], ev["output"].strip() or "(no output)"),
-                "run the program by hand on the node; fix the check it names (ddp-health --json prints every fix)")
-        elif kind == "prolog":
-            add((kind, node), "SLURM_PROLOG_FAILED", "error", subject,
-                "slurm: %s failed%s" % (ev["which"], ev.get("detail", "").rstrip()),
-                "read the script's output in slurmd.log on the node, fix it, resume the node")
-        elif kind == "kill_failed":
-            add((kind, node), "SLURM_KILL_TASK_FAILED", "error", subject,
-                "slurm: a job step did not end with signals (Kill task failed)",
-                "find the process in D state on the node, the hung mount or GPU; reboot if needed, resume the node")
+        found = _node_event_problem(ev, index, events, subject) or _munge_event_problem(ev, index, events, subject) \
+            or _service_event_problem(ev, subject)
+        if found:
+            add(*found)
     limit = MAX_CLOCK_OFFSET_S if max_offset_s is None else float(max_offset_s)
     for node in sorted(clock_offsets or {}):
         offset = clock_offsets[node]
@@ -669,6 +588,121 @@ def log_problems(events, clock_offsets=None, max_offset_s=None):
                 "s): munge credentials between it and the others read as expired or rewound" % (float(offset), limit),
                 "synchronise the clocks (chrony/ntpd on every node, `chronyc tracking`)")
     return out
+
+
+def _node_event_problem(ev, index, events, subject):
+    """The problem of a slurmctld/slurmd event about a node: resources, GRES, state, registration, reboot.
+
+    :returns: ``(key, code, severity, subject, message, fix)`` for :func:`log_problems`, or None when the event is
+        not one of these kinds (or not a finding).
+    """
+    kind, node = ev["kind"], ev.get("node")
+    if kind == "low_memory":
+        return ((kind, node), "SLURM_NODE_LOW_RESOURCES", "error", subject,
+                "slurmctld: the node has %s MiB of memory, its NodeName line says RealMemory=%s: Slurm drains it"
+                % (ev["have"], ev["want"]),
+                "set RealMemory at or below %s (from `slurmd -C`, less a reserve), `scontrol reconfigure`, then "
+                "`scontrol update NodeName=%s State=RESUME`" % (ev["have"], node))
+    if kind in ("low_cpus", "low_tmp"):
+        return ((kind, node), "SLURM_NODE_LOW_RESOURCES", "error", subject,
+                "slurmctld: the node has a %s of %s, configured %s: Slurm drains it"
+                % ("%s count" % ev.get("what", "cpu") if kind == "low_cpus" else "TmpDisk", ev["have"], ev["want"]),
+                "write the NodeName line from `slurmd -C` on the node, `scontrol reconfigure`, resume the node")
+    if kind in ("gres_low", "gres_changed", "gres_file"):
+        what = ("%s %s, configured %s" % (ev.get("gres"), ev.get("have"), ev.get("want"))
+                if kind != "gres_file" else "gres.conf names %s, which does not exist" % ev.get("file"))
+        return (("gres", node), "SLURM_GRES_MISMATCH", "error", subject,
+                "Slurm counts fewer GPUs than configured (%s): the node is drained/INVAL" % what,
+                "check `nvidia-smi -L` and /dev/nvidia*; make gres.conf File= lines and Gres= match the GPUs "
+                "present, restart slurmd, then resume the node")
+    if kind == "set_state" and ev.get("reason"):
+        known = classify_reason(ev["reason"])
+        if known:
+            return ((known[0], node), known[0], "error", subject,
+                    "slurmctld set the node %s: %s (%r)" % (ev["state"], known[1], ev["reason"]),
+                    known[2].replace("{node}", node or "<node>"))
+    if kind == "registration":
+        return (("registration", node), "SLURM_NODE_INVALID", "error", subject,
+                "slurmctld refused the node's registration: %s" % ev["error"],
+                "the lines before it in slurmctld.log say why (low memory/CPUs, GRES); fix the NodeName line or "
+                "the node, restart slurmd")
+    if kind == "not_responding" and not any(
+            e["kind"] == "responding" and e.get("node") == node for e in events[index + 1:]):
+        return ((kind, node), "SLURM_NODE_NOT_RESPONDING", "error", subject,
+                "slurmctld: %s not responding" % node,
+                "on the node: `systemctl status slurmd munge`, the firewall (6817/6818), the clock, slurmd.log")
+    if kind == "unable_to_register":
+        return ((kind, node), "SLURM_NODE_NOT_RESPONDING", "error", subject,
+                "slurmd could not register with slurmctld: %s" % ev["what"],
+                "from the node: slurmctld's address and port 6817 reachable (firewall), the same munge key and a clock "
+                "in sync (`munge -n | ssh <controller> unmunge`), the same slurm.conf")
+    if kind == "rebooted":
+        return ((kind, node), "SLURM_NODE_REBOOTED", "error", subject, "slurmctld: the node rebooted unexpectedly",
+                "find why (`journalctl --list-boots`, kernel panic, power), check its health, resume it")
+    return None
+
+
+def _munge_event_problem(ev, index, events, subject):
+    """The problem of a munge or authentication event: key mismatch, clock skew, munged down.
+
+    :returns: ``(key, code, severity, subject, message, fix)`` for :func:`log_problems`, or None when the event is
+        not one of these kinds (or not a finding).
+    """
+    kind, node = ev["kind"], ev.get("node")
+    if kind == "munge_invalid":
+        return ((kind, node), "SLURM_MUNGE_KEY_MISMATCH", "error", subject,
+                "munge: %s: the sender's munged uses another key than this one (or was not restarted after the "
+                "key changed); not a clock problem" % ev["what"],
+                "copy the controller's /etc/munge/munge.key to every node (owner munge, mode 0400), restart munge "
+                "everywhere (munged reads the key only at start), check `munge -n | ssh <node> unmunge`")
+    if kind == "munge_clock":
+        offset = _munge_offset(events, index)
+        return ((kind, node), "SLURM_MUNGE_CLOCK_SKEW", "error", subject,
+                "munge: %s: the clocks of the two hosts disagree%s (the key is fine)" % (
+                    ev["what"], "; the sending host's clock is %+.0f s off this host's (ENCODED vs DECODED)" % offset
+                    if offset is not None else ""),
+                "synchronise the clocks (chrony/ntpd on every node, `chronyc tracking`), then restart slurmd; "
+                "compare `date +%s` on the nodes")
+    if kind == "munge_down":
+        return ((kind, node), "SLURM_MUNGE_DOWN", "error", subject,
+                "munge: %s: munged is not running on this host" % ev["what"],
+                "`systemctl enable --now munge`; if it does not start, `journalctl -u munge` (key owner munge, "
+                "mode 0400, /etc/munge mode 0700)")
+    if kind == "auth_error" and not any(e["kind"].startswith("munge") for e in events):
+        return ((kind, node), "SLURM_MUNGE_KEY_MISMATCH", "error", subject,
+                "slurm: %s has authentication error: %s" % (ev["rpc"], ev["what"]),
+                "check `munge -n | ssh <node> unmunge` both ways: invalid credential = key, expired/rewound = clock")
+    return None
+
+
+def _service_event_problem(ev, subject):
+    """The problem of a configuration, health check, prolog or kill event.
+
+    :returns: ``(key, code, severity, subject, message, fix)`` for :func:`log_problems`, or None when the event is
+        not one of these kinds (or not a finding).
+    """
+    kind, node = ev["kind"], ev.get("node")
+    if kind == "conf_differs":
+        return ((kind, node), "SLURM_CONF_MISMATCH", "error", subject,
+                "slurmctld: the node runs with a different slurm.conf",
+                "install one slurm.conf on every node (re-run the scheduler stage), then `scontrol reconfigure`")
+    if kind == "config_differs":
+        return ((kind, node), "SLURM_NODE_LOW_RESOURCES", "warning", subject,
+                "slurmd: node configuration differs from hardware: %s" % ev["detail"],
+                "write the NodeName line from `slurmd -C` (the slurm role does), `scontrol reconfigure`")
+    if kind == "health_check":
+        return ((kind, node), "SLURM_HEALTH_CHECK_FAILED", "error", subject,
+                "slurmd: HealthCheckProgram exited %s: %s" % (ev["rc"], ev["output"].strip() or "(no output)"),
+                "run the program by hand on the node; fix the check it names (ddp-health --json prints every fix)")
+    if kind == "prolog":
+        return ((kind, node), "SLURM_PROLOG_FAILED", "error", subject,
+                "slurm: %s failed%s" % (ev["which"], ev.get("detail", "").rstrip()),
+                "read the script's output in slurmd.log on the node, fix it, resume the node")
+    if kind == "kill_failed":
+        return ((kind, node), "SLURM_KILL_TASK_FAILED", "error", subject,
+                "slurm: a job step did not end with signals (Kill task failed)",
+                "find the process in D state on the node, the hung mount or GPU; reboot if needed, resume the node")
+    return None
 
 
 _CHRONY_SYSTEM = re.compile(r"^System time\s*:\s*(?P<value>[0-9.]+) seconds (?P<dir>fast|slow) of NTP time", re.M)
