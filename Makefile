@@ -108,7 +108,8 @@ controller-torch: venv
 
 # The tests of tests/integration that need neither a node nor torch: the real ansible-playbook against absent
 # nodes (refused on the controller before any contact) and the collection tarball as users install it. make test
-# runs them in the background beside the static checks (tests/make_test.sh); cluster-tests runs the rest.
+# runs them after the static checks, while the background makes the cluster (tests/make_test.sh); cluster-tests
+# runs the rest.
 CONTROLLER_TESTS := $(addprefix tests/integration/,test_validate_refusals.py test_validate_classes.py \
                                                    test_preflight_refusals.py test_collection_tarball.py)
 
@@ -131,7 +132,7 @@ cluster-up: venv
 # MOLECULE_CONVERGED=1 says it ran) leaves its two nodes running for the cluster tests, then they are destroyed
 # (destroy checks that no container or network is left), whatever the tests said. The 25 slowest tests are listed. The tests marked
 # reference_full run with make reference-tests, those marked day2 with make day2-tests, not here.
-CLUSTER_TESTS ?= -m 'not reference_full and not day2' $(addprefix --ignore=,$(CONTROLLER_TESTS)) tests/integration
+CLUSTER_TESTS ?= -m 'not reference_full' $(addprefix --ignore=,$(CONTROLLER_TESTS)) tests/integration
 cluster-tests: venv
 	export MOLECULE_PROJECT_DIRECTORY=$(CURDIR); \
 	trap '$(BIN)/molecule destroy -s local' EXIT; \
