@@ -108,7 +108,8 @@ controller-torch: venv
 
 # The tests of tests/integration that need neither a node nor torch: the real ansible-playbook against absent
 # nodes (refused on the controller before any contact) and the collection tarball as users install it. make test
-# runs them in the background beside the static checks (tests/make_test.sh); cluster-tests runs the rest.
+# runs them after the static checks, while the background makes the cluster (tests/make_test.sh); cluster-tests
+# runs the rest.
 CONTROLLER_TESTS := $(addprefix tests/integration/,test_validate_refusals.py test_validate_classes.py \
                                                    test_preflight_refusals.py test_collection_tarball.py)
 
@@ -130,15 +131,18 @@ cluster-up: venv
 # The rest of the Molecule scenario (idempotence, side effect, verify; after cluster-up unless
 # MOLECULE_CONVERGED=1 says it ran) leaves its two nodes running for the cluster tests, then they are destroyed
 # (destroy checks that no container or network is left), whatever the tests said. The 25 slowest tests are listed. The tests marked
-# reference_full run with make reference-tests, those marked day2 with make day2-tests, not here.
-CLUSTER_TESTS ?= -m 'not reference_full and not day2' $(addprefix --ignore=,$(CONTROLLER_TESTS)) tests/integration
+# reference_full run with make reference-tests, not here. The day-2 tests run here, their extra node made from a copy
+# of a converged one that keeps its training environment's stack folders (BLANK_KEEPS_ENV=1: no torch install on it;
+# the converge installed the stack on blank nodes already); make day2-tests wipes it whole.
+CLUSTER_TESTS ?= -m 'not reference_full' $(addprefix --ignore=,$(CONTROLLER_TESTS)) tests/integration
+BLANK_KEEPS_ENV ?= 1
 cluster-tests: venv
 	export MOLECULE_PROJECT_DIRECTORY=$(CURDIR); \
 	trap '$(BIN)/molecule destroy -s local' EXIT; \
 	{ [ "$(MOLECULE_CONVERGED)" = 1 ] || $(MAKE) --no-print-directory cluster-up; } \
 	  && $(BIN)/molecule idempotence -s local && $(BIN)/molecule side-effect -s local \
 	  && $(BIN)/molecule verify -s local && $(MAKE) --no-print-directory controller-torch \
-	  && DDP_FAIL_ON_SKIP=1 $(PY) -m pytest -q -rs --durations=25 $(CLUSTER_TESTS)
+	  && DDP_FAIL_ON_SKIP=1 DDP_IT_BLANK_KEEPS_ENV=$(BLANK_KEEPS_ENV) $(PY) -m pytest -q -rs --durations=25 $(CLUSTER_TESTS)
 
 # The reference stack's tests in full, on the Molecule nodes as in cluster-tests: also Horovod under mpirun across
 # both nodes, and a node that cannot start under mpirun or without its environment, which make test leaves out for
@@ -147,12 +151,12 @@ cluster-tests: venv
 reference-tests: venv
 	$(MAKE) --no-print-directory cluster-tests MOLECULE_CONVERGED= CLUSTER_TESTS=tests/integration/test_reference_stack.py
 
-# The day-2 tests (README "Day 2": grow, replace, shrink, rolling maintenance, an environment switched under a running
-# job) on the Molecule nodes plus a node they add, as in cluster-tests. Outside make test: they add more than make
-# test can spare (a node's whole converge, a second torch stack on every node).
+# The day-2 tests alone (README "Day 2": grow, replace, shrink, rolling maintenance, an environment switched under a
+# running job) on fresh Molecule nodes plus a node they add, as in cluster-tests, that node wiped whole (its torch
+# stack installed by the grow and replace runs). make test runs them too, the node keeping its stack folders.
 DAY2_TESTS := tests/integration/test_day2_cluster.py tests/integration/test_day2_rolling.py
 day2-tests: venv
-	$(MAKE) --no-print-directory cluster-tests MOLECULE_CONVERGED= CLUSTER_TESTS="$(DAY2_TESTS)"
+	$(MAKE) --no-print-directory cluster-tests MOLECULE_CONVERGED= CLUSTER_TESTS="$(DAY2_TESTS)" BLANK_KEEPS_ENV=0
 
 # The GPU stack roles forced on one node without a GPU, against stand-in packages with NVIDIA's names and
 # versions that the scenario builds and serves itself (molecule/gpu_stack). The scenario ends with destroy;

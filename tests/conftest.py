@@ -18,9 +18,16 @@ def pytest_configure(config):
     # make test deselects these (-m 'not reference_full'); make reference-tests runs them.
     config.addinivalue_line("markers", "reference_full: a reference-stack test that make test leaves out for time "
                                        "(make reference-tests runs it)")
-    # make test deselects these too (-m 'not day2'); make day2-tests runs them.
-    config.addinivalue_line("markers", "day2: a day-2 test (grow, replace, shrink, rolling) that make test leaves out "
-                                       "for time (make day2-tests runs it)")
+    # make test runs these after the other cluster tests; make day2-tests runs them alone.
+    config.addinivalue_line("markers", "day2: a day-2 test (grow, replace, shrink, rolling) that changes the cluster "
+                                       "itself: run after the others (make day2-tests runs them alone)")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The day-2 tests last, in their own order: they add, replace and remove a node, restart the Slurm daemons and
+    switch the training environment, and the other cluster tests should not start on a cluster just changed."""
+    items[:] = [i for i in items if i.get_closest_marker("day2") is None] + \
+        [i for i in items if i.get_closest_marker("day2") is not None]
 
 
 # `make test` sets DDP_FAIL_ON_SKIP=1: a suite that is meant to run there (the cluster tests on the

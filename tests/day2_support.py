@@ -109,6 +109,19 @@ def wait_until(predicate, timeout, step=2.0):
     return predicate()
 
 
+def settled(nodes, bound=120):
+    """Until a one-task srun on every node of ``nodes`` answers within 10 s, at most ``bound`` s; True once it does.
+
+    After a node container is removed (and after daemons restart) a step launch can stall for a while (podman's
+    DNS, through which the nodes find each other by name, answers late and the resolver falls back on timeouts):
+    the tests that follow start on a cluster that runs a job at once."""
+    def quick():
+        proc = on(HEAD, "timeout", "10", "srun", "-N", str(len(nodes)), "--ntasks-per-node=1", "--time=1",
+                  "hostname", "-s", user=USER, check=False)
+        return proc.returncode == 0 and sorted(proc.stdout.split()) == sorted(nodes)
+    return wait_until(quick, bound)
+
+
 def node_states():
     """{node: (state, reason)} from sinfo on the head."""
     out = on(HEAD, "sinfo", "-h", "-N", "-o", "%N|%T|%E").stdout

@@ -34,8 +34,8 @@ import time
 import pytest
 
 from day2_support import (EXTRA, HEAD, LABEL, NODES, USER, allow_jobs, changed_tasks, job, job_done, job_output,
-                          node_states, on, playbook, podman, put_job_script, sbatch, slurm_on_nodes, stop_jobs,
-                          train_job, wait_until,
+                          node_states, on, playbook, podman, put_job_script, sbatch, settled, slurm_on_nodes,
+                          stop_jobs, train_job, wait_until,
                           write_inventory)
 
 IMAGE = "localhost/ddp-day2-node:test"
@@ -44,11 +44,12 @@ BLANK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "files", "day2_
 # shrink, so that the cluster ends with the slurm.conf it started with.
 CHANGED = json.dumps({"slurm_extra_config": {"MaxJobCount": "20000"}})
 LIMITED = ["--skip-tags", "health,benchmark"]
-# DDP_IT_BLANK_KEEPS_ENV=1: the blank node keeps the environment's stack folders (no torch install; slow machines)
+# DDP_IT_BLANK_KEEPS_ENV=1: the blank node keeps the environment's stack folders (no torch install: make test sets
+# it, for time; make day2-tests does not)
 KEEP_ENV = os.environ.get("DDP_IT_BLANK_KEEPS_ENV") == "1"
 TIMES = {}
 
-# make day2-tests runs these on the Molecule nodes; make test leaves them out for time (tests/conftest.py).
+# make test runs these after the other cluster tests (tests/conftest.py), make day2-tests alone on fresh nodes.
 pytestmark = [pytest.mark.day2,
               pytest.mark.skipif(not slurm_on_nodes(),
                                  reason="the nodes %s are not running with Slurm (make day2-tests starts the Molecule "
@@ -119,6 +120,7 @@ def day2(tmp_path_factory):
             # a failed step left the extra node in the cluster: the base nodes' configuration back
             playbook("playbooks/access.yml", base)
             playbook("playbooks/scheduler.yml", base)
+        assert settled(NODES), "a job step on %s did not start within 10 s for 120 s after the test" % ", ".join(NODES)
 
 
 def test_a_refused_shrink_changes_nothing(day2):

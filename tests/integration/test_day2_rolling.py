@@ -26,15 +26,15 @@ import time
 import pytest
 
 from day2_support import (HEAD, NODES, PLAYBOOK_BIN, ROOT, allow_jobs, checkout_env, job, job_done, job_output,
-                          node_states, on, playbook, podman, put_job_script, sbatch, slurm_on_nodes, stop_jobs,
-                          train_job, wait_until,
+                          node_states, on, playbook, podman, put_job_script, sbatch, settled, slurm_on_nodes,
+                          stop_jobs, train_job, wait_until,
                           write_inventory)
 
 NEW_STACK = json.loads(os.environ.get("DDP_IT_ROLL_TO", '{"pytorch_env_extra_packages": ["numpy", "six"]}'))
 ROLL = ["--tags", "pytorch_env", "-e", "ddp_rolling_batch=1", "-e", "ddp_drain_timeout=600"]
 TIMES = {}
 
-# make day2-tests runs these on the Molecule nodes; make test leaves them out for time (tests/conftest.py).
+# make test runs these after the other cluster tests (tests/conftest.py), make day2-tests alone on fresh nodes.
 pytestmark = [pytest.mark.day2,
               pytest.mark.skipif(not slurm_on_nodes(),
                                  reason="the nodes %s are not running with Slurm (make day2-tests starts the Molecule "
@@ -47,6 +47,7 @@ def folder(node):
 
 @pytest.fixture(scope="module")
 def roll(tmp_path_factory):
+    assert settled(NODES), "a job step on %s did not start within 10 s for 120 s" % ", ".join(NODES)
     inventory = write_inventory(tmp_path_factory.mktemp("rolling"), list(NODES))
     put_job_script(NODES)
     before = {n: folder(n) for n in NODES}

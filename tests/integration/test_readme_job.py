@@ -113,11 +113,16 @@ def test_readme_own_job_runs_as_written(readme):
     while info.get("JobState") not in ENDED and time.time() < deadline:
         time.sleep(2)
         info = scontrol_job(job)
+    stuck = ""
     if info.get("JobState") not in ENDED:
+        # what each node was doing when the bound ran out (the processes, the qdiscs a fault test may have left)
+        stuck = "\n".join("--- %s\n%s%s" % (node, podman_exec(node, "ps", "-eo", "pid,stat,etime,args").stdout,
+                                               podman_exec(node, "tc", "qdisc", "show").stdout) for node in NODES)
         podman_exec(HEAD, "scancel", job)
     written.append(info.get("StdOut", "/home/ddp/slurm-%s.out" % job))
     output = podman_exec(info.get("BatchHost", HEAD), "cat", info.get("StdOut", "")).stdout
-    assert info.get("JobState") == "COMPLETED" and info.get("ExitCode") == "0:0", (info, output)
+    assert info.get("JobState") == "COMPLETED" and info.get("ExitCode") == "0:0", \
+        "%s\n--- the job's output\n%s\n%s" % (info, output, stuck)
     assert info["UserId"].startswith("ddp(") and info["NumNodes"] == str(len(NODES)), info
     assert info["BatchHost"] == HEAD, info  # the first node of a job that has every node
     # ddp-torchrun.sbatch's say(): "ddp-torchrun: HH:MM:SS job N on NODES: ...".

@@ -4,7 +4,7 @@
 # no keys or known_hosts of the cluster user, no ddp.cluster files (/opt/ddp, /etc/ddp), no cluster firewall zone.
 # Run inside the node by tests/integration/test_day2_cluster.py. With the argument keep-env, the training environment's
 # stack folders (/opt/ddp/venv.d) stay, as in a site image that ships them: the run then installs no torch (for slow
-# machines; make test wipes them too).
+# machines; make test runs it so, make day2-tests wipes them too).
 set -euo pipefail
 systemctl stop slurmd slurmctld munge 2>/dev/null || true
 systemctl disable slurmctld 2>/dev/null || true
