@@ -10,7 +10,9 @@ Every problem is ``{code, variable, message, fix}`` (the shape of module_utils/p
 by the playbooks as ``[CODE] variable: message. Fix: fix``.
 
 Rules: the type, choices and elements of every option of every role's argument spec and of the
-cluster-level ``ddp_*`` variables (:data:`CLUSTER_OPTIONS`); ranges by name (``*_port``, ``*_ports``,
+cluster-level ``ddp_*`` variables (:data:`CLUSTER_OPTIONS`), by ansible-core's own ``ArgumentSpecValidator``
+(:func:`core_errors`) with our stricter rules on top where core would convert a value silently (YAML's
+booleans and numbers where a string is wanted, a comma string where a list is: :func:`_strict_problem`); ranges by name (``*_port``, ``*_ports``,
 ``*_timeout``, ``rdma_mtu``) and bounds of counts and sizes (:data:`CAPS`); variables carrying one of our
 prefixes that nothing reads (with the closest known name); versions given as YAML numbers; addresses;
 host names; duplicate ``ansible_host``; every ``*_user`` (not root, not a system account); ports used
@@ -30,6 +32,9 @@ import ipaddress
 import math
 import re
 
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.errors import ArgumentTypeError, ArgumentValueError
+
 from ansible_collections.ddp.cluster.plugins.module_utils.benchmark_report import variant_problems
 from ansible_collections.ddp.cluster.plugins.module_utils.node_check import ConfigError as HealthConfigError
 from ansible_collections.ddp.cluster.plugins.module_utils.node_check import load_config as load_health_config
@@ -43,6 +48,7 @@ __all__ = [
     "PREFIXES",
     "PROBLEM_CODES",
     "known_options",
+    "core_errors",
     "option_problems",
     "path_problems",
     "port_entry_problem",
@@ -206,7 +212,6 @@ SECRET_VALUE_RULES = (
      "(slurmdbd.conf reads '#' as a comment)"),
 )
 
-_BOOL_STRINGS = frozenset(("yes", "no", "true", "false", "on", "off", "1", "0", "y", "n", "t", "f"))
 _USER = re.compile(r"^[a-z_][a-z0-9_-]*$")
 # Inventory names end up in known_hosts, slurm.conf NodeName and /etc/hosts: a DNS-like name.
 _HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?$")
@@ -281,8 +286,29 @@ def _type_problem(name, value, wanted, example):
         "set %s to %s, e.g. %s." % (name, wanted, example))
 
 
-def _scalar_problem(name, value, typ, version=False):
-    """Type problem for one scalar value of argument-spec type ``typ``, or None."""
+# What a value of each argument-spec type must be, said to the user, with an example (the phrasing of a type error
+# that ansible-core's validator or a rule of ours found).
+_WANTED = {"int": ("an integer", "%s: 10"), "float": ("a number", "%s: 1.5"), "bool": ("a boolean", "%s: true"),
+           "list": ("a list", "%s: [first, second]"), "dict": ("a mapping", "%s: {KEY: value}"),
+           "str": ("a string", '"text"'), "path": ("a string", '"text"')}
+
+
+def core_errors(name, value, spec):
+    """ansible-core's verdict on one value: the errors of its ``ArgumentSpecValidator`` for the argument-spec keys it
+    knows (``type``, ``choices``, ``elements``), the exceptions of ``ansible.module_utils.errors``
+    (``ArgumentTypeError``, ``ArgumentValueError`` for a choice, ``ElementError``); an empty list when it takes the
+    value. Core converts where it can (``"10"`` to an int, ``"a,b"`` to a list, anything to a string): the rules of
+    :func:`_strict_problem` sit on top of it for what YAML users get wrong that way."""
+    core = dict((key, spec[key]) for key in ("type", "choices", "elements") if spec.get(key) is not None)
+    if core.get("type", "str") != "list":
+        core.pop("elements", None)
+    return list(ArgumentSpecValidator({name: core}).validate({name: value}).errors)
+
+
+def _strict_problem(name, value, typ, version):
+    """Our rules on top of ansible-core's type check, for values core would convert silently: booleans and numbers
+    where a string is wanted (YAML's ``on`` and ``2.10``), line breaks, a boolean or a fraction where an integer is,
+    a comma string where a list is. A problem, or None."""
     if typ in ("str", "path") and isinstance(value, bool):
         return _problem(
             "VALIDATE_TYPE", name,
@@ -310,30 +336,31 @@ def _scalar_problem(name, value, typ, version=False):
             return _problem("VALIDATE_TYPE", name, "%s contains a line break or NUL byte" % name,
                             "give %s as one line." % name)
         return None
-    if typ == "int":
-        if _as_int(value) is None:
-            return _type_problem(name, value, "an integer", "%s: 10" % name)
-        return None
-    if typ == "float":
-        if _as_float(value) is None:
-            return _type_problem(name, value, "a number", "%s: 1.5" % name)
-        if not math.isfinite(_as_float(value)):
-            return _problem("VALIDATE_NOT_FINITE", name, "%s is %r, not a finite number" % (name, value),
-                            "set %s to a finite number (YAML reads .nan and .inf as NaN and infinity)." % name)
-        return None
-    if typ == "bool":
-        if isinstance(value, bool) or (isinstance(value, str) and value.strip().lower() in _BOOL_STRINGS) \
-                or (_is_int(value) and value in (0, 1)):
-            return None
-        return _type_problem(name, value, "a boolean", "%s: true" % name)
-    if typ == "list":
-        if not isinstance(value, (list, tuple)):
-            return _type_problem(name, value, "a list", "%s: [first, second]" % name)
-        return None
-    if typ == "dict":
-        if not isinstance(value, dict):
-            return _type_problem(name, value, "a mapping", "%s: {KEY: value}" % name)
-        return None
+    strict = {
+        # core takes True and 5.0 as integers and Python's "1_000"; Jinja's int filter and our rules read digits
+        "int": isinstance(value, (bool, float)) or isinstance(value, str) and _as_int(value) is None,
+        "float": isinstance(value, bool),  # core takes a boolean as a number
+        "bool": isinstance(value, float),  # core takes 1.0 and 0.0 as booleans
+        "list": not isinstance(value, (list, tuple)),  # core splits a string at commas
+        "dict": not isinstance(value, dict),  # core parses "k=v" strings
+    }
+    if strict.get(typ):
+        return _type_problem(name, value, _WANTED[typ][0], _WANTED[typ][1] % name)
+    return None
+
+
+def _scalar_problem(name, value, typ, version=False):
+    """Type problem for one value of argument-spec type ``typ``: our rules on top (:func:`_strict_problem`), then
+    ansible-core's type check (:func:`core_errors`), phrased by type; then a float that is not finite. Or None."""
+    found = _strict_problem(name, value, typ, version)
+    if found:
+        return found
+    if any(isinstance(e, ArgumentTypeError) for e in core_errors(name, value, {"type": typ})):
+        wanted, example = _WANTED.get(typ, ("a value of type %s" % typ, "%s: ..."))
+        return _type_problem(name, value, wanted, example % name if "%s" in example else example)
+    if typ == "float" and not math.isfinite(_as_float(value)):
+        return _problem("VALIDATE_NOT_FINITE", name, "%s is %r, not a finite number" % (name, value),
+                        "set %s to a finite number (YAML reads .nan and .inf as NaN and infinity)." % name)
     return None
 
 
@@ -478,8 +505,10 @@ def option_problems(name, value, spec):
         return [found]
     out = []
     choices = spec.get("choices")
-    if choices:
-        values = value if typ == "list" else [value]
+    refused = [e for e in core_errors(name, value, spec) if isinstance(e, ArgumentValueError)] if choices else []
+    if refused:
+        # core's verdict; the message names each value that is not a choice, and the closest choice
+        values = value if typ == "list" and isinstance(value, (list, tuple)) else [value]
         for item in values:
             if str(item) not in [str(c) for c in choices]:
                 guess = _closest(item, [str(c) for c in choices])
@@ -488,6 +517,9 @@ def option_problems(name, value, spec):
                     "%s is %r, not one of %s" % (name, item, ", ".join(repr(str(c)) for c in choices)),
                     ("did you mean %r? Set %s to it." % (guess, name)) if guess
                     else "set %s to one of those." % name))
+        if not out:
+            out.append(_problem("VALIDATE_CHOICE", name, str(refused[0]).rstrip("."),
+                                "set %s to one of %s." % (name, ", ".join(repr(str(c)) for c in choices))))
     if typ == "list" and spec.get("elements") and isinstance(value, (list, tuple)) and not choices:
         for index, item in enumerate(value):
             found = _scalar_problem("%s[%d]" % (name, index), item, spec["elements"])

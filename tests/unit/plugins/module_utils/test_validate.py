@@ -451,3 +451,38 @@ def test_munge_key_as_openssl_prints_it_passes():
     text = base64.b64encode(os.urandom(96)).decode()
     key = text[:64] + "\n" + text[64:] + "\n"
     assert run({"slurm_munge_key": key}) == []
+
+
+@pytest.mark.parametrize("value, spec, kind", [
+    ("ten", {"type": "int"}, "ArgumentTypeError"),
+    (["a"], {"type": "float"}, "ArgumentTypeError"),
+    ("maybe", {"type": "bool"}, "ArgumentTypeError"),
+    ("ib", {"type": "str", "choices": ["roce", "tcp"]}, "ArgumentValueError"),
+    (["roce", "ib"], {"type": "list", "elements": "str", "choices": ["roce", "tcp"]}, "ArgumentValueError"),
+])
+def test_core_errors_are_ansible_cores_verdict(value, spec, kind):
+    errors = v.core_errors("x", value, spec)
+    assert [type(e).__name__ for e in errors] == [kind], errors
+
+
+@pytest.mark.parametrize("value, spec", [
+    ("10", {"type": "int"}), (3, {"type": "float"}), ("yes", {"type": "bool"}), ("tcp", {"type": "str", "choices": ["roce", "tcp"]}),
+    ([1, "2"], {"type": "list", "elements": "int"}), (None, {"type": "str"}),
+])
+def test_core_errors_take_what_core_takes(value, spec):
+    assert v.core_errors("x", value, spec) == []
+
+
+@pytest.mark.parametrize("name, value, typ", [
+    ("ddp_benchmark_steps", True, "int"),  # core: True is an int
+    ("ddp_benchmark_steps", 5.0, "int"),  # core: 5.0 is an int
+    ("ddp_benchmark_base_lr", False, "float"),  # core: a boolean is a number
+    ("ddp_benchmark_compare_launchers", "torchrun,slurm", "list"),  # core splits it at the comma
+    ("slurm_extra_config", "MaxJobCount=20000", "dict"),  # core parses k=v
+    ("ddp_torch_version", 2.1, "str"),  # core makes it "2.1"; YAML read 2.10 that way
+    ("ddp_env_path", True, "path"),
+])
+def test_our_rules_refuse_on_top_of_what_core_converts(name, value, typ):
+    assert v.core_errors(name, value, {"type": typ}) == []
+    problems = v.option_problems(name, value, {"type": typ})
+    assert problems and problems[0]["code"] in ("VALIDATE_TYPE", "VALIDATE_VERSION_NUMBER"), problems
