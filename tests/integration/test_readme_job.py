@@ -116,8 +116,9 @@ def test_readme_own_job_runs_as_written(readme):
     stuck = ""
     if info.get("JobState") not in ENDED:
         # what each node was doing when the bound ran out (the processes, the qdiscs a fault test may have left)
-        stuck = "\n".join("--- %s\n%s%s" % (node, podman_exec(node, "ps", "-eo", "pid,stat,etime,args").stdout,
-                                               podman_exec(node, "tc", "qdisc", "show").stdout) for node in NODES)
+        for node in NODES:
+            stuck += "--- %s\n%s%s\n" % (node, podman_exec(node, "ps", "-eo", "pid,stat,etime,args").stdout,
+                                         podman_exec(node, "tc", "qdisc", "show").stdout)
         podman_exec(HEAD, "scancel", job)
     written.append(info.get("StdOut", "/home/ddp/slurm-%s.out" % job))
     output = podman_exec(info.get("BatchHost", HEAD), "cat", info.get("StdOut", "")).stdout
