@@ -109,17 +109,21 @@ def wait_until(predicate, timeout, step=2.0):
     return predicate()
 
 
+def srun_everywhere(nodes, bound=None):
+    """(exit status, sorted short host names) of a one-task srun on each of ``nodes``, as the cluster user; srun is
+    stopped after ``bound`` seconds when given."""
+    proc = on(HEAD, *(["timeout", str(bound)] if bound else []), "srun", "-N", str(len(nodes)),
+              "--ntasks-per-node=1", "--time=2", "hostname", "-s", user=USER, check=False)
+    return proc.returncode, sorted(proc.stdout.split())
+
+
 def settled(nodes, bound=120):
     """Until a one-task srun on every node of ``nodes`` answers within 10 s, at most ``bound`` s; True once it does.
 
     After a node container is removed (and after daemons restart) a step launch can stall for a while (podman's
     DNS, through which the nodes find each other by name, answers late and the resolver falls back on timeouts):
     the tests that follow start on a cluster that runs a job at once."""
-    def quick():
-        proc = on(HEAD, "timeout", "10", "srun", "-N", str(len(nodes)), "--ntasks-per-node=1", "--time=1",
-                  "hostname", "-s", user=USER, check=False)
-        return proc.returncode == 0 and sorted(proc.stdout.split()) == sorted(nodes)
-    return wait_until(quick, bound)
+    return wait_until(lambda: srun_everywhere(nodes, 10) == (0, sorted(nodes)), bound)
 
 
 def node_states():

@@ -12,8 +12,8 @@ by the playbooks as ``[CODE] variable: message. Fix: fix``.
 Rules: the type, choices and elements of every option of every role's argument spec and of the
 cluster-level ``ddp_*`` variables (:data:`CLUSTER_OPTIONS`), by ansible-core's own ``ArgumentSpecValidator``
 (:func:`core_errors`) with our stricter rules on top where core would convert a value silently (YAML's
-booleans and numbers where a string is wanted, a comma string where a list is: :func:`_strict_problem`); ranges by name (``*_port``, ``*_ports``,
-``*_timeout``, ``rdma_mtu``) and bounds of counts and sizes (:data:`CAPS`); variables carrying one of our
+booleans and numbers where a string is wanted, a comma string where a list is: :func:`_strict_problem`);
+ranges by name (``*_port``, ``*_ports``, ``*_timeout``, ``rdma_mtu``) and bounds of counts and sizes (:data:`CAPS`); variables carrying one of our
 prefixes that nothing reads (with the closest known name); versions given as YAML numbers; addresses;
 host names; duplicate ``ansible_host``; every ``*_user`` (not root, not a system account); ports used
 twice and port forms; tokens of slurm.conf, gres.conf, nccl.conf and the environment; paths on the nodes
@@ -289,8 +289,7 @@ def _type_problem(name, value, wanted, example):
 # What a value of each argument-spec type must be, said to the user, with an example (the phrasing of a type error
 # that ansible-core's validator or a rule of ours found).
 _WANTED = {"int": ("an integer", "%s: 10"), "float": ("a number", "%s: 1.5"), "bool": ("a boolean", "%s: true"),
-           "list": ("a list", "%s: [first, second]"), "dict": ("a mapping", "%s: {KEY: value}"),
-           "str": ("a string", '"text"'), "path": ("a string", '"text"')}
+           "list": ("a list", "%s: [first, second]"), "dict": ("a mapping", "%s: {KEY: value}")}
 
 
 def core_errors(name, value, spec):
@@ -357,7 +356,7 @@ def _scalar_problem(name, value, typ, version=False):
         return found
     if any(isinstance(e, ArgumentTypeError) for e in core_errors(name, value, {"type": typ})):
         wanted, example = _WANTED.get(typ, ("a value of type %s" % typ, "%s: ..."))
-        return _type_problem(name, value, wanted, example % name if "%s" in example else example)
+        return _type_problem(name, value, wanted, example % name)
     if typ == "float" and not math.isfinite(_as_float(value)):
         return _problem("VALIDATE_NOT_FINITE", name, "%s is %r, not a finite number" % (name, value),
                         "set %s to a finite number (YAML reads .nan and .inf as NaN and infinity)." % name)

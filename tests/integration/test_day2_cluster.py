@@ -35,7 +35,7 @@ import pytest
 
 from day2_support import (EXTRA, HEAD, LABEL, NODES, USER, allow_jobs, changed_tasks, job, job_done, job_output,
                           node_states, on, playbook, podman, put_job_script, sbatch, settled, slurm_on_nodes,
-                          stop_jobs, train_job, wait_until,
+                          srun_everywhere, stop_jobs, train_job, wait_until,
                           write_inventory)
 
 IMAGE = "localhost/ddp-day2-node:test"
@@ -52,8 +52,8 @@ TIMES = {}
 # make test runs these after the other cluster tests (tests/conftest.py), make day2-tests alone on fresh nodes.
 pytestmark = [pytest.mark.day2,
               pytest.mark.skipif(not slurm_on_nodes(),
-                                 reason="the nodes %s are not running with Slurm (make day2-tests starts the Molecule "
-                                        "nodes)" % ", ".join(NODES))]
+                                 reason="the nodes %s are not running with Slurm (make test and make day2-tests "
+                                        "start the Molecule nodes)" % ", ".join(NODES))]
 
 
 def sha(node, path):
@@ -91,12 +91,6 @@ def assert_extra_in_service():
     assert wait_until(lambda: node_states().get(EXTRA, ("",))[0] == "idle", 60), node_states()
     rc, names = srun_everywhere(list(NODES) + [EXTRA])
     assert rc == 0 and names == sorted(list(NODES) + [EXTRA]), names
-
-
-def srun_everywhere(nodes):
-    proc = on(HEAD, "srun", "-N", str(len(nodes)), "--ntasks-per-node=1", "--time=2", "hostname", "-s", user=USER,
-              check=False)
-    return proc.returncode, sorted(proc.stdout.split())
 
 
 @pytest.fixture(scope="module")

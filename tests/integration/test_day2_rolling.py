@@ -37,8 +37,8 @@ TIMES = {}
 # make test runs these after the other cluster tests (tests/conftest.py), make day2-tests alone on fresh nodes.
 pytestmark = [pytest.mark.day2,
               pytest.mark.skipif(not slurm_on_nodes(),
-                                 reason="the nodes %s are not running with Slurm (make day2-tests starts the Molecule "
-                                        "nodes)" % ", ".join(NODES))]
+                                 reason="the nodes %s are not running with Slurm (make test and make day2-tests "
+                                        "start the Molecule nodes)" % ", ".join(NODES))]
 
 
 def folder(node):
