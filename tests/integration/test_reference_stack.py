@@ -7,6 +7,7 @@ run changes nothing. Then the benchmark runs on it across both nodes: torchvisio
 by ``horovodrun --gloo`` with torchrun's rows beside it in one report, and Horovod launched by ``mpirun`` (OpenMPI
 from Debian, over the cluster user's SSH trust). Last, a node that does not start under either launcher (its
 environment gone, the cluster user's SSH key refused) is named within the run's timeout and nothing is left running.
+The module removes the second environment from the nodes when it ends.
 ``make test`` leaves out the tests marked ``reference_full`` (the mpirun run, the node that cannot start under
 mpirun or without its environment) for time; ``make reference-tests`` runs them all.
 Skipped, saying why, when the Molecule nodes are not running.
@@ -88,7 +89,13 @@ def reference_env(wheelhouse):
     assert second.returncode == 0, failure(second)
     counts = recap(second.stdout)
     assert set(NODES) <= set(counts) and all(counts[n]["changed"] == 0 for n in NODES), second.stdout[-3000:]
-    return extra
+    yield extra
+    # Nothing else uses the second environment (a non-primary one leaves /etc/ddp alone), and its CUDA builds are
+    # several GB in the nodes' container layers: every later copy of a node (the day-2 tests commit one) would carry
+    # them.
+    for node in NODES:
+        subprocess.run(["podman", "exec", node, "rm", "-rf", ENV_PATH, ENV_PATH + ".d"], capture_output=True,
+                       text=True, check=True)
 
 
 def node_python(node, code):
