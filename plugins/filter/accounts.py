@@ -1,10 +1,10 @@
 # Copyright: ddp.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""accounts_todo: a thin wrapper over plugins/module_utils/accounts.py (pure, unit-tested)."""
+"""accounts_todo: a thin wrapper over plugins/module_utils/system/accounts.py (pure, unit-tested)."""
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import accounts
+from ansible_collections.ddp.cluster.plugins.module_utils.system import accounts
 
 
 def accounts_todo(listing, groups=None, users=None):

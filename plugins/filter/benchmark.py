@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ddp.cluster.plugins.module_utils.benchmark_report import (
+from ansible_collections.ddp.cluster.plugins.module_utils.report.benchmark import (
     build_matrix,
     build_report,
     failure_line,

@@ -4,8 +4,13 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import (
-    burnin, crossnode, floors, node_stack, pairwise, peermesh, verdict)
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu import burnin
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import crossnode
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl import floors
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import node_stack
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl import pairwise
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import peermesh
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import verdict
 
 _KEYS = ("versions", "mtu", "gid_index", "ssh_modes", "known_hosts_missing", "pairs", "probe_error")
 

@@ -1,11 +1,12 @@
 # Copyright: ddp.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that read a command's or a log's text: thin wrappers over plugins/module_utils/runtime_failures.py and
+"""Filters that read a command's or a log's text: thin wrappers over plugins/module_utils/nccl/runtime_failures.py and
 text_diagnosis.py (pure, unit-tested), for the benchmark's post-mortem and the job script's log reader."""
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import runtime_failures, text_diagnosis
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl import runtime_failures
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import text_diagnosis
 
 
 def runtime_problems(text, subject="job", world_size=None):

@@ -1,10 +1,10 @@
 # Copyright: ddp.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter of the firewall role: a thin wrapper over plugins/module_utils/firewalld.py (pure, unit-tested)."""
+"""Filter of the firewall role: a thin wrapper over plugins/module_utils/system/firewalld.py (pure, unit-tested)."""
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import firewalld
+from ansible_collections.ddp.cluster.plugins.module_utils.system import firewalld
 
 
 def firewalld_zone_todo(listing, sources=None, services=None, ports=None):

@@ -5,17 +5,17 @@
 
 gpu_stack_plan, nccl_select_build, kernel_devel_plan, secure_boot_state, secure_boot_problems,
 nvcc_release, dnf_enabled_stream, dnf_stream_problems, nouveau_actions. Documentation lives in the sidecar files
-plugins/filter/<filter name>.yml. The pure logic is in module_utils/gpu_stack.py and
-module_utils/kernel.py; the matrix is read by compat.py's loader (controller side).
+plugins/filter/<filter name>.yml. The pure logic is in module_utils/gpu/stack.py and
+module_utils/system/kernel.py; the matrix is read by compat.py's loader (controller side).
 """
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.ddp.cluster.plugins.filter.compat import _load, _plain, compat_resolve
-from ansible_collections.ddp.cluster.plugins.module_utils import gpu_stack
-from ansible_collections.ddp.cluster.plugins.module_utils import kernel
+from ansible_collections.ddp.cluster.plugins.plugin_utils.compat_data import compat_resolve, load_matrix_file, plain
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu import stack as gpu_stack
+from ansible_collections.ddp.cluster.plugins.module_utils.system import kernel
 
 
 def _device_ids(device_ids):
@@ -25,7 +25,7 @@ def _device_ids(device_ids):
     if isinstance(device_ids, (str, int)):
         device_ids = [device_ids]
     out = []
-    for item in _plain(device_ids):
+    for item in plain(device_ids):
         if isinstance(item, dict):
             if 'device_id' not in item:
                 raise AnsibleFilterError('device_ids: a dict needs device_id (as in hardware_facts nvidia_gpus), got %s'
@@ -49,9 +49,9 @@ def gpu_stack_plan(spec, os_family, distribution, os_major, device_ids=None, bra
     resolved = compat_resolve(spec)
     try:
         plan = gpu_stack.system_stack_plan(
-            _load(), resolved['stack'], str(os_family), str(distribution), str(os_major), _device_ids(device_ids),
-            branch=_plain(branch), flavor=_plain(flavor), cudnn=_plain(cudnn), nccl=_plain(nccl),
-            source=_plain(source))
+            load_matrix_file(), resolved['stack'], str(os_family), str(distribution), str(os_major), _device_ids(device_ids),
+            branch=plain(branch), flavor=plain(flavor), cudnn=plain(cudnn), nccl=plain(nccl),
+            source=plain(source))
     except ValueError as exc:
         raise AnsibleFilterError('gpu_stack_plan: %s' % exc)
     own = plan['problems']
@@ -76,7 +76,7 @@ def nccl_select_build(text, nccl_version, cuda, os_family):
     if any(row['package'] == runtime for row in rows):
         rows = [row for row in rows if row['package'] == runtime]
     try:
-        return gpu_stack.select_nccl_build(rows, _plain(nccl_version), _plain(cuda))
+        return gpu_stack.select_nccl_build(rows, plain(nccl_version), plain(cuda))
     except ValueError as exc:
         raise AnsibleFilterError('nccl_select_build: %s' % exc)
 
@@ -86,9 +86,9 @@ def kernel_devel_plan(uname_r, os_family, installed, available):
     if isinstance(available, str) and available.strip().lower() in ('true', 'false', 'yes', 'no'):
         available = boolean(available)
     elif not isinstance(available, bool):
-        available = _text(_plain(available))
+        available = _text(plain(available))
     try:
-        return kernel.kernel_devel_plan(str(os_family), str(uname_r).strip(), _text(_plain(installed)), available)
+        return kernel.kernel_devel_plan(str(os_family), str(uname_r).strip(), _text(plain(installed)), available)
     except ValueError as exc:
         raise AnsibleFilterError('kernel_devel_plan: %s' % exc)
 

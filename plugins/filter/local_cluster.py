@@ -1,13 +1,13 @@
 # Copyright: ddp.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """local_cluster_subnet_holds, local_cluster_addresses, local_cluster_mac: the local podman cluster's node
-addresses and MACs (roles/local_cluster/tasks/present.yml); the arithmetic is plugins/module_utils/local_cluster.py
+addresses and MACs (roles/local_cluster/tasks/present.yml); the arithmetic is plugins/module_utils/cluster/local_cluster.py
 (Python's ipaddress, unit-tested). Documentation: the .yml files of the same names beside this."""
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ddp.cluster.plugins.module_utils import local_cluster
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import local_cluster
 
 
 def local_cluster_subnet_holds(subnet, offset, count):

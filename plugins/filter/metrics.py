@@ -1,11 +1,11 @@
 # Copyright: ddp.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters that render metrics for node exporter's textfile collector: thin wrappers over
-plugins/module_utils/metrics.py (pure, unit-tested). Documentation: one YAML file per filter beside this one."""
+plugins/module_utils/report/metrics.py (pure, unit-tested). Documentation: one YAML file per filter beside this one."""
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import metrics
+from ansible_collections.ddp.cluster.plugins.module_utils.report import metrics
 
 
 def benchmark_metrics(rows, finished_at):

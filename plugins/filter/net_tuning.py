@@ -1,10 +1,10 @@
 # Copyright: ddp.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter of the net_tuning role: a thin wrapper over plugins/module_utils/sysctl_plan.py (pure, unit-tested)."""
+"""Filter of the net_tuning role: a thin wrapper over plugins/module_utils/system/sysctl_plan.py (pure, unit-tested)."""
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import sysctl_plan
+from ansible_collections.ddp.cluster.plugins.module_utils.system import sysctl_plan
 
 
 def net_tuning_plan(current, file_text, wanted):

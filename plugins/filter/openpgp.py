@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import openpgp
+from ansible_collections.ddp.cluster.plugins.module_utils.system import openpgp
 
 
 def openpgp_pin_problems(content, pinned, variable, source, code):

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import piplock
+from ansible_collections.ddp.cluster.plugins.module_utils.system import piplock
 
 
 def pip_hash_lock(report):

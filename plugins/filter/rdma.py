@@ -1,10 +1,10 @@
 # Copyright: ddp.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the rdma role: thin wrappers over plugins/module_utils/rdma_config.py (pure, unit-tested)."""
+"""Filters of the rdma role: thin wrappers over plugins/module_utils/fabric/rdma_config.py (pure, unit-tested)."""
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import rdma_config
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric import rdma_config
 
 
 def _dict(value, name):

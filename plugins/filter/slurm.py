@@ -1,10 +1,11 @@
 # Copyright: ddp.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the slurm role: thin wrappers over plugins/module_utils/slurm.py (pure, unit-tested)."""
+"""Filters of the slurm role: thin wrappers over plugins/module_utils/slurm/nodes.py (pure, unit-tested)."""
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import slurm, slurm_diag
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm import nodes as slurm
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm import diag as slurm_diag
 
 
 def _wrap(func, *args, **kwargs):

@@ -1,11 +1,11 @@
 # Copyright: ddp.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of Slurm's job accounting: thin wrappers over plugins/module_utils/slurm_accounting.py (pure, unit-tested).
+"""Filters of Slurm's job accounting: thin wrappers over plugins/module_utils/slurm/accounting.py (pure, unit-tested).
 Documentation: one YAML file per filter beside this one."""
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddp.cluster.plugins.module_utils import slurm_accounting
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm import accounting as slurm_accounting
 
 
 def _wrap(func, *args, **kwargs):

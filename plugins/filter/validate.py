@@ -4,7 +4,7 @@
 """The validate stage's filter: validate_problems (documentation in plugins/filter/validate_problems.yml).
 
 Controller side: reads the roles' meta/argument_specs.yml from this collection and what the inventory
-and the extra vars set for each node (hostvars), then applies module_utils/validate.py's pure rules.
+and the extra vars set for each node (hostvars), then applies module_utils/cluster/validate.py's pure rules.
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ddp.cluster.plugins.filter.compat import _plain, compat_resolve
-from ansible_collections.ddp.cluster.plugins.module_utils.validate import PREFIXES, validate, values_problems
+from ansible_collections.ddp.cluster.plugins.plugin_utils.compat_data import compat_resolve, plain
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.validate import PREFIXES, validate, values_problems
 
 ROLES_DIR = os.path.join(os.path.dirname(__file__), '..', '..', 'roles')
 
@@ -41,7 +41,7 @@ def role_specs(roles_dir=ROLES_DIR):
 
 def _node_values(host_vars):
     """Our prefixed variables and ansible_host, templated, and {name: error} of those whose Jinja cannot be
-    rendered on the controller (module_utils/validate.py template_problem tells a missing node fact or role
+    rendered on the controller (module_utils/cluster/validate.py template_problem tells a missing node fact or role
     default, left to the node, from a broken expression, refused)."""
     values = {}
     errors = {}
@@ -60,12 +60,12 @@ def _node_values(host_vars):
             # ansible-core >= 2.19 returns a marker instead of raising
             errors[name] = '%s: %s' % (kind, getattr(value, '_undefined_message', '') or '')
             continue
-        values[name] = _plain(value)
+        values[name] = plain(value)
     return values, errors
 
 
 def validate_problems(hostvars, nodes, head_hosts=None, nodes_group='ddp_nodes', head_group='ddp_head'):
-    """hostvars, node names -> list of {code, variable, message, fix} (module_utils/validate.py)."""
+    """hostvars, node names -> list of {code, variable, message, fix} (module_utils/cluster/validate.py)."""
     nodes = [str(n) for n in (nodes or [])]
     read = dict((n, _node_values(hostvars[n])) for n in nodes)
     cfg = {
@@ -94,11 +94,11 @@ def _stack_problems(values):
 
 
 def validate_values(values, nodes=None):
-    """{variable: value} a role resolved -> the validate stage's problems for them (module_utils/validate.py), so a
+    """{variable: value} a role resolved -> the validate stage's problems for them (module_utils/cluster/validate.py), so a
     role used without the validate stage refuses what the stage would, with the same rules."""
     if not isinstance(values, dict):
         raise AnsibleFilterError('validate_values: expected a dict of variables, got %s' % type(values).__name__)
-    return values_problems(_plain(values), role_specs(), [str(n) for n in (nodes or [])])
+    return values_problems(plain(values), role_specs(), [str(n) for n in (nodes or [])])
 
 
 class FilterModule(object):

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.ddp.cluster.plugins.module_utils.versions import compare_versions, version_tuple
+
 __all__ = [
     "MatrixError",
     "PROBLEM_CODES",
@@ -63,32 +65,6 @@ class MatrixError(ValueError):
 
 
 # --------------------------------------------------------------------------- versions
-def version_tuple(version):
-    """Return the numeric fields of a dotted version as a tuple of ints.
-
-    ``"530.30.02"`` -> ``(530, 30, 2)``; ``535`` -> ``(535,)``.
-    Raises ValueError when the text is not dotted non-negative integers.
-    """
-    text = str(version).strip()
-    if not _PUBLIC_RE.match(text):
-        raise ValueError("not a dotted numeric version: %r" % (version,))
-    return tuple(int(part) for part in text.split("."))
-
-
-def compare_versions(left, right):
-    """Compare two dotted numeric versions; return -1, 0 or 1.
-
-    Missing trailing fields count as 0, so ``"535"`` == ``"535.0.0"`` and
-    ``"535"`` > ``"530.30.02"``. Raises ValueError on non-numeric input.
-    """
-    a = list(version_tuple(left))
-    b = list(version_tuple(right))
-    width = max(len(a), len(b))
-    a += [0] * (width - len(a))
-    b += [0] * (width - len(b))
-    return (a > b) - (a < b)
-
-
 def _series(version, fields=2):
     """``"0.17.0"`` -> ``"0.17"`` (the release series)."""
     return ".".join(str(version).split(".")[:fields])

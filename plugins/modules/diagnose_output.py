@@ -23,7 +23,7 @@ description:
     V(nvidia_smi) (C(nvidia-smi -q), C(-q -x) or C(--query-gpu) CSV: ECC, row remapping, PCIe, NVLink, as gpu_health),
     V(sysfs_ib) (a JSON object of C(/sys/class/infiniband) paths and their contents, as roce_health reads them)."
   - Problem codes and their fixes are in the collection's troubleshooting guide; the logic is in
-    C(plugins/module_utils/text_diagnosis.py).
+    C(plugins/module_utils/cluster/text_diagnosis.py).
   - Changes nothing; C(changed) is always false.
 options:
   text:
@@ -115,7 +115,7 @@ facts:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import FAIL_ON_CHOICES, result, should_fail, summary
-from ansible_collections.ddp.cluster.plugins.module_utils.text_diagnosis import KINDS, diagnose_text
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.text_diagnosis import KINDS, diagnose_text
 
 
 def build_module():

@@ -217,9 +217,9 @@ from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import (
     should_fail,
     summary,
 )
-from ansible_collections.ddp.cluster.plugins.module_utils.gpu_health import build_facts, diagnose
-from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import version_tuple
-from ansible_collections.ddp.cluster.plugins.module_utils.health_io import collect_gpu
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu.health import build_facts, diagnose
+from ansible_collections.ddp.cluster.plugins.module_utils.versions import version_tuple_or_none
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.health_io import collect_gpu
 
 
 def collect(module, params):
@@ -247,7 +247,7 @@ def build_module():
 def main():
     module = build_module()
     params = module.params
-    if params["min_driver"] is not None and version_tuple(params["min_driver"]) is None:
+    if params["min_driver"] is not None and version_tuple_or_none(params["min_driver"]) is None:
         module.fail_json(msg="min_driver must be a dotted version such as 530.30.02, got %r" % params["min_driver"])
     if params["expected_gpus"] is not None and params["expected_gpus"] < 0:
         module.fail_json(msg="expected_gpus must be 0 or more, got %d" % params["expected_gpus"])

@@ -65,8 +65,8 @@ ansible_facts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ddp.cluster.plugins.module_utils.health_io import read_pci
-from ansible_collections.ddp.cluster.plugins.module_utils.pci import classify_pci
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.health_io import read_pci
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.pci import classify_pci
 
 
 def read_rdma(sysfs_root):

@@ -299,11 +299,11 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ddp.cluster.plugins.module_utils import diagnosis
-from ansible_collections.ddp.cluster.plugins.module_utils import nccl_health as nh
-from ansible_collections.ddp.cluster.plugins.module_utils.floors import nccl_tests_floor
-from ansible_collections.ddp.cluster.plugins.module_utils.health_io import read_ib_tree
-from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import parse_nccl_tests
-from ansible_collections.ddp.cluster.plugins.module_utils.rdma_parsers import parse_sysfs_ib
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl import health as nh
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl.floors import nccl_tests_floor
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.health_io import read_ib_tree
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl.parsers import parse_nccl_tests
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.rdma_parsers import parse_sysfs_ib
 
 ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "GLOO_")
 OUTPUT_TAIL_LINES = 40

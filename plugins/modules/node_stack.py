@@ -143,8 +143,8 @@ import pwd
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import (
     FAIL_ON_CHOICES, problem, result, should_fail, summary)
-from ansible_collections.ddp.cluster.plugins.module_utils.health_io import C_LOCALE, read_text
-from ansible_collections.ddp.cluster.plugins.module_utils.node_stack import (
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.health_io import C_LOCALE, read_text
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.node_stack import (
     cuda_toolkit_version, driver_problems, drift_problems, flatten, library_problems, loaded_libraries,
     nvml_library_version, parse_ldconfig, parse_ofed_info, parse_proc_driver_version, shadowing_problems)
 

@@ -155,7 +155,7 @@ fabric_speed_mbps:
   description:
     - The fabric interface's link speed in Mb/s, from C(/sys/class/net/<if>/speed) (the negotiated speed of a NIC;
       virtual interfaces report a nominal one, a veth 10000); null when the link is down or reports none.
-    - The health stage derives its default bus bandwidth floor from it on socket fabrics (C(plugins/module_utils/floors.py)).
+    - The health stage derives its default bus bandwidth floor from it on socket fabrics (C(plugins/module_utils/nccl/floors.py)).
   returned: always
   type: int
   sample: 100000
@@ -163,7 +163,7 @@ fabric_virtual:
   description:
     - True when the fabric interface has no device behind it (no C(/sys/class/net/<if>/device) - a veth, bridge, bond
       or tunnel), so its speed is nominal; null when there is no fabric interface.
-    - The health stage then bounds its sockets floor by plain TCP measured between the nodes (C(plugins/module_utils/floors.py)).
+    - The health stage then bounds its sockets floor by plain TCP measured between the nodes (C(plugins/module_utils/nccl/floors.py)).
   returned: always
   type: bool
   sample: false
@@ -177,8 +177,8 @@ qos:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import (
     FAIL_ON_CHOICES, result, should_fail, summary)
-from ansible_collections.ddp.cluster.plugins.module_utils.health_io import gather_roce
-from ansible_collections.ddp.cluster.plugins.module_utils.roce_health import (
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.health_io import gather_roce
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.roce_health import (
     NO_RDMA_SEVERITIES, diagnose, nccl_settings, recommend_gid_index)
 
 

@@ -122,7 +122,7 @@ import threading
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ddp.cluster.plugins.module_utils.netprobe import classify_ssh
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.netprobe import classify_ssh
 
 
 def login(module, me, peer, timeout, retries):

@@ -185,8 +185,8 @@ import threading
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ddp.cluster.plugins.module_utils.netprobe import classify_connect
-from ansible_collections.ddp.cluster.plugins.module_utils.peermesh import BULK, BULK_ACK, GREETING
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.netprobe import classify_connect
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.peermesh import BULK, BULK_ACK, GREETING
 
 # Verdicts worth another attempt inside the mesh window: the peer's listener may not be up yet
 # (refused); everything else (a firewall reject, no route, no name) is final.

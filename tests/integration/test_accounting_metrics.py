@@ -37,7 +37,7 @@ from urllib.parse import quote
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import slurm_accounting
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm import accounting as slurm_accounting
 from checkout_env import checkout_env
 from podman_nodes import running, wait_until
 
@@ -85,7 +85,7 @@ def run_playbook(*args, timeout=1500):
 
 
 def sacct(*jobs):
-    """{job id: record} of sacct on the head (module_utils/slurm_accounting.parse_sacct), every user's jobs."""
+    """{job id: record} of sacct on the head (module_utils/slurm/accounting.parse_sacct), every user's jobs."""
     argv = ["sacct", "-a", "-X", "-n", "-P", "-S", "now-7days", "-o", ",".join(slurm_accounting.SACCT_FIELDS)]
     if jobs:
         argv.append("--jobs=" + ",".join(jobs))

@@ -19,7 +19,7 @@ import tempfile
 import pytest
 import yaml
 
-from ansible_collections.ddp.cluster.plugins.module_utils import validate
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import validate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)

@@ -17,7 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not importable in this interpreter; the all-reduce test needs it")
 
-from ansible_collections.ddp.cluster.plugins.module_utils import nccl_health as nh  # noqa: E402
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl import health as nh  # noqa: E402
 
 TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
                  "TORCHELASTIC_RUN_ID", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE")

@@ -20,7 +20,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.ddp.cluster.plugins.module_utils.preflight import inventory_problems
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.preflight import inventory_problems
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOKS = os.path.join(ROOT, "playbooks")
@@ -72,7 +72,7 @@ def matrix_domains():
 
 
 def _nproc_ok(value):
-    """preflight's own rule (module_utils/preflight.py): 'auto' or an integer >= 1."""
+    """preflight's own rule (module_utils/cluster/preflight.py): 'auto' or an integer >= 1."""
     problems = inventory_problems({"nodes": ["n1"], "head_hosts": ["n1"], "nproc_per_node": value})
     return not [p for p in problems if p["code"] == "PREFLIGHT_BAD_NPROC"]
 

@@ -103,7 +103,7 @@ def test_the_check_sees_a_shadow_when_there_is_one(hostile):
 
 
 def test_python_imports_come_from_the_checkout():
-    from ansible_collections.ddp.cluster.plugins.module_utils import openpgp
+    from ansible_collections.ddp.cluster.plugins.module_utils.system import openpgp
     assert _inside_checkout(openpgp.__file__)
 
 

@@ -11,9 +11,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def emitted_codes():
     """First arguments of problem(...) / _problem(...) calls in plugins/ (string constants), and the strings
-    of a module-level ``CODES`` table (codes chosen at run time, e.g. module_utils/peermesh.py)."""
+    of a module-level ``CODES`` table (codes chosen at run time, e.g. module_utils/cluster/peermesh.py)."""
     codes = set()
-    for path in glob.glob(os.path.join(ROOT, "plugins", "*", "*.py")):
+    for path in glob.glob(os.path.join(ROOT, "plugins", "**", "*.py"), recursive=True):
         with open(path) as handle:
             tree = ast.parse(handle.read())
         for node in tree.body:

@@ -3,7 +3,7 @@
 Sources: each role's ``meta/argument_specs.yml`` defaults and ``defaults/main.yml`` (untemplated values), the example
 and local inventories' group_vars, every ``-e '{...}'`` / ``-e name=value`` of README.md and docs/*.md, and the examples
 written in descriptions and comments (EXAMPLES below: each names the file and the words it is quoted from, so the
-table cannot drift from the documentation). The rules are plugins/module_utils/validate.py's, as the validate stage
+table cannot drift from the documentation). The rules are plugins/module_utils/cluster/validate.py's, as the validate stage
 applies them; tests/integration/test_validate_classes.py passes the same examples through site.yml itself.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.ddp.cluster.plugins.module_utils import validate as v
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import validate as v
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -1,7 +1,7 @@
 """The Molecule gpu_stack scenario pins the stand-in repository's key: tests/standin_repo/build_repo.py writes
 the fingerprint gpg shows into ddp-standin.fpr, and molecule/gpu_stack/converge.yml sets
 nvidia_repo_key_fingerprint from it. This builds the repositories for real (gpg, dpkg-deb) and checks that
-the role's own fingerprint check (module_utils/openpgp.py) accepts the served key with that pin."""
+the role's own fingerprint check (module_utils/system/openpgp.py) accepts the served key with that pin."""
 from __future__ import annotations
 
 import os
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import openpgp
+from ansible_collections.ddp.cluster.plugins.module_utils.system import openpgp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.join(HERE, "..", "standin_repo", "build_repo.py")

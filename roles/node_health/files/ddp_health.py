@@ -21,7 +21,7 @@ A check that hangs past it is a fault of the node (FAIL); a bug of this program 
                                  # ldconfig -p / LD_LIBRARY_PATH / a load error; - reads stdin; the same verdict
     ddp-health --record FAIL --errors BURNIN_SLOW --tier burnin   # the health stage's verdict, as metrics only
 
-Each run also writes its verdict as metrics for Prometheus (module_utils/metrics.py) into node exporter's textfile
+Each run also writes its verdict as metrics for Prometheus (module_utils/report/metrics.py) into node exporter's textfile
 folder (``metrics.textfile_dir`` of the settings; none when empty): ``ddp_health_healthy``, ``ddp_health_verdict``,
 ``ddp_health_problem`` per code, ``ddp_health_last_run_timestamp_seconds`` and, where Slurm runs,
 ``ddp_health_slurm_drained`` (drained by ddp.cluster, with the reason).
@@ -43,8 +43,11 @@ import tempfile
 import time
 import traceback
 
-from ansible_collections.ddp.cluster.plugins.module_utils import health_io, metrics, node_check, text_diagnosis
-from ansible_collections.ddp.cluster.plugins.module_utils.slurm import SlurmParseError, parse_job_ids, parse_sinfo_nodes
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import health_io
+from ansible_collections.ddp.cluster.plugins.module_utils.report import metrics
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import node_check
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import text_diagnosis
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm.nodes import SlurmParseError, parse_job_ids, parse_sinfo_nodes
 
 PROG = "ddp-health"
 DEFAULT_CONFIG = "/etc/ddp/health.json"

@@ -126,12 +126,18 @@ def _imports(path):
         tree = ast.parse(handle.read())
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module.startswith(PREFIX):
-                found.add(node.module[len(PREFIX):])
-            elif node.module == PREFIX.rstrip("."):
-                found.update(alias.name for alias in node.names)
+        if isinstance(node, ast.ImportFrom) and node.module and (node.module + ".").startswith(PREFIX):
+            # "gpu.health" from ...module_utils.gpu.health import x, or ...module_utils.gpu import health
+            base = node.module[len(PREFIX):]
+            if base and os.path.isfile(_path(base)):
+                found.add(base)
+            else:
+                found.update((base + "." if base else "") + alias.name for alias in node.names)
     return found
+
+
+def _path(name):
+    return os.path.join(MODULE_UTILS, *name.split(".")) + ".py"
 
 
 def test_the_role_installs_every_module_util_the_program_imports():
@@ -140,10 +146,10 @@ def test_the_role_installs_every_module_util_the_program_imports():
         name = todo.pop()
         if name not in wanted:
             wanted.add(name)
-            todo |= _imports(os.path.join(MODULE_UTILS, name + ".py"))
+            todo |= _imports(_path(name))
     with open(os.path.join(ROOT, "roles", "node_health", "vars", "main.yml")) as handle:
         installed = yaml.safe_load(handle)["__node_health_module_utils"]
-    assert sorted(installed) == sorted(name + ".py" for name in wanted)
+    assert sorted(installed) == sorted(name.replace(".", "/") + ".py" for name in wanted)
 
 
 def test_a_crash_exits_2_never_1(tmp_path, capsys, monkeypatch):

@@ -1,6 +1,6 @@
 """roles/net_tuning on this machine (local connection): with keys whose wanted values are the kernel's current ones,
 the first run only writes the sysctl file, the second changes nothing and makes no per-key call
-(module_utils/sysctl_plan.py). The kernel's values are never written: every wanted value is the current one.
+(module_utils/system/sysctl_plan.py). The kernel's values are never written: every wanted value is the current one.
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils.benchmark_report import build_matrix, build_report
+from ansible_collections.ddp.cluster.plugins.module_utils.report.benchmark import build_matrix, build_report
 from role_files import load
 
 matplotlib = pytest.importorskip("matplotlib")

@@ -10,7 +10,7 @@ from ansible.errors import AnsibleFilterError
 from jinja2 import Environment
 
 from ansible_collections.ddp.cluster.plugins.filter.benchmark import FilterModule, benchmark_failure_line
-from ansible_collections.ddp.cluster.plugins.module_utils.benchmark_report import failure_line
+from ansible_collections.ddp.cluster.plugins.module_utils.report.benchmark import failure_line
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures"
 

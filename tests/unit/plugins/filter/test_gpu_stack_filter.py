@@ -7,7 +7,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddp.cluster.plugins.filter import gpu_stack as gpu_filter
-from ansible_collections.ddp.cluster.plugins.filter.compat import _load
+from ansible_collections.ddp.cluster.plugins.plugin_utils.compat_data import load_matrix_file
 from ansible_collections.ddp.cluster.plugins.module_utils.compat import validate_matrix
 
 FILTERS = gpu_filter.FilterModule().filters()
@@ -31,7 +31,7 @@ def test_filters_are_registered():
 
 
 def test_data_file_system_stacks():
-    matrix = _load()
+    matrix = load_matrix_file()
     assert validate_matrix(matrix) == []
     rows = {row["cuda"]: row for row in matrix["system_stacks"]}
     assert rows["12.1"] == dict(rows["12.1"], driver_branch="535", cudnn="8.9.2.26", nccl="2.18.3")

@@ -8,7 +8,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddp.cluster.plugins.filter.accounts import accounts_todo
-from ansible_collections.ddp.cluster.plugins.module_utils import accounts
+from ansible_collections.ddp.cluster.plugins.module_utils.system import accounts
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
 PASSWD = (FIXTURES / "getent_passwd_debian12_slurm-munge-installed.txt").read_text()

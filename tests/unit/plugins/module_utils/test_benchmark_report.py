@@ -1,4 +1,4 @@
-"""Unit tests for plugins/module_utils/benchmark_report.py (pure, table-driven)."""
+"""Unit tests for plugins/module_utils/report/benchmark.py (pure, table-driven)."""
 from __future__ import annotations
 
 import copy
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils.benchmark_report import (
+from ansible_collections.ddp.cluster.plugins.module_utils.report.benchmark import (
     render_table,
     scaling_efficiency,
     summarize,
@@ -200,7 +200,7 @@ def test_render_table_rejects_non_positive_throughput():
 
 # --- the matrix, the report, the comparison, Horovod (issue 6) ----------------
 
-from ansible_collections.ddp.cluster.plugins.module_utils.benchmark_report import (  # noqa: E402
+from ansible_collections.ddp.cluster.plugins.module_utils.report.benchmark import (  # noqa: E402
     build_matrix,
     build_report,
     compare_rows,
@@ -386,7 +386,7 @@ def test_slurm_runs_carry_their_job_id_into_table_csv_and_provenance():
 
 
 def test_slurm_column_takes_state_and_elapsed_time_from_sacct():
-    """With the accounting database's record (sacct, module_utils/slurm_accounting.parse_sacct), the Slurm column
+    """With the accounting database's record (sacct, module_utils/slurm/accounting.parse_sacct), the Slurm column
     shows each job's state and elapsed time; a job sacct does not list keeps its id alone."""
     runs = _runs((["1 process", "1 node"], None, 1, 1, 839.2), (["all nodes"], None, 3, 3, 1104.1))
     for index, item in enumerate(runs):

@@ -9,7 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddp.cluster.plugins.filter.crossnode import burnin_findings as burnin_filter
-from ansible_collections.ddp.cluster.plugins.module_utils.burnin import burnin_findings
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu.burnin import burnin_findings
 
 REAL = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "burnin" / "ddp_burnin_cpu_2s_512.json").read_text())
 

@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils.burnin import counter_findings
-from ansible_collections.ddp.cluster.plugins.module_utils.gpu_health import build_facts
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu.burnin import counter_findings
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu.health import build_facts
 
 GPU_FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "gpu")
 H100_CSV = "nvidia-smi_query-gpu_csv_all-fields_1xH100_driver590_idle__nvidia_gpu_exporter-captures.txt"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import crossnode
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import crossnode
 
 
 def codes(problems):

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils.dcgm import DcgmFormatError, diag_findings, parse_dcgmi_diag
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu.dcgm import DcgmFormatError, diag_findings, parse_dcgmi_diag
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "dcgm")
 ALL_PASS = "dcgmi_diag_r4_8xGPU_all-pass__facebookresearch-gcm.txt"

@@ -7,7 +7,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddp.cluster.plugins.filter.firewalld import firewalld_zone_todo
-from ansible_collections.ddp.cluster.plugins.module_utils import firewalld
+from ansible_collections.ddp.cluster.plugins.module_utils.system import firewalld
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "firewalld"
 COMPLETE = (FIXTURES / "list-all_ddp-cluster_complete__firewalld-1.3.3-debian12.txt").read_text()

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import floors
-from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import parse_nccl_tests
-from ansible_collections.ddp.cluster.plugins.module_utils.rdma_parsers import parse_sysfs_ib
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl import floors
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl.parsers import parse_nccl_tests
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.rdma_parsers import parse_sysfs_ib
 from ansible_collections.ddp.cluster.plugins.modules.roce_health import devices_view
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
@@ -151,7 +151,7 @@ def test_measured_tcp_without_a_link_speed_and_partial_measurements():
 # ------------------------------------------------------------------ nccl-tests mode's default floor (issue 34)
 
 def _nccl_tests(name):
-    from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import parse_nccl_tests
+    from ansible_collections.ddp.cluster.plugins.module_utils.nccl.parsers import parse_nccl_tests
     path = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "nccl", name)
     with open(path) as handle:
         return parse_nccl_tests(handle.read())
@@ -179,7 +179,7 @@ def test_nccl_tests_floor_across_nodes_from_the_rdma_ports():
 
 
 def test_the_socket_run_fails_the_floor_its_rdma_ports_would_set():
-    from ansible_collections.ddp.cluster.plugins.module_utils.nccl_health import diagnose_nccl_tests
+    from ansible_collections.ddp.cluster.plugins.module_utils.nccl.health import diagnose_nccl_tests
     name = "nccl-tests_all_reduce_perf_2node-8xH200_NCCL_IB_DISABLE-socket_single-NIC__schmaustech-nvidia-tools-image.txt"
     parsed = _nccl_tests(name)
     floor = floors.nccl_tests_floor(parsed, _rails(8, 400.0))

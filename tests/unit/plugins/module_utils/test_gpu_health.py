@@ -11,7 +11,7 @@ import os
 import pytest
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import should_fail
-from ansible_collections.ddp.cluster.plugins.module_utils.gpu_health import DEFAULTS, build_facts, diagnose, form_factor
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu.health import DEFAULTS, build_facts, diagnose, form_factor
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "gpu")
 H100_Q = "nvidia-smi_q_1xH100-80GB-HBM3_driver590_idle_full__nvidia_gpu_exporter-captures.txt"

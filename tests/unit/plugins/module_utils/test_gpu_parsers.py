@@ -5,8 +5,10 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import gpu_parsers as P
-from ansible_collections.ddp.cluster.plugins.module_utils import gpu_system as S
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu import parsers as P
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu import system as S
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric import pci as PCI
+from ansible_collections.ddp.cluster.plugins.module_utils import versions as V
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "gpu")
 
@@ -182,16 +184,16 @@ def test_acs_lines_c08():
             "\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-\n"
             "0000:40:03.1 PCI bridge: Advanced Micro Devices, Inc. [AMD] Starship/Matisse GPP Bridge\n"
             "\t\tACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-\n")
-    entries = S.parse_lspci_acs(text)
+    entries = PCI.parse_lspci_acs(text)
     assert [(e["address"], e["redirect"]) for e in entries] == [("0000:40:01.1", True), ("0000:40:03.1", False)]
     assert entries[0]["acsctl"]["SrcValid"] is True and entries[1]["acsctl"]["ReqRedir"] is False
 
 
 def test_lspci_k_lsmod_dkms():
     lspci = "0000:3b:00.0 3D controller: NVIDIA Corporation Device 20b0 (rev a1)\n\tKernel driver in use: nouveau\n\tKernel modules: nvidiafb, nouveau\n"
-    assert S.parse_lspci_k(lspci) == [{"address": "0000:3b:00.0", "description": "3D controller: NVIDIA Corporation Device 20b0 (rev a1)",
-                                       "driver": "nouveau", "modules": ["nvidiafb", "nouveau"]}]
-    assert S.parse_lspci_k("3b:00.0 3D controller: NVIDIA\n\tKernel driver in use: nvidia\n")[0]["address"] == "0000:3b:00.0"
+    assert PCI.parse_lspci_k(lspci) == [{"address": "0000:3b:00.0", "description": "3D controller: NVIDIA Corporation Device 20b0 (rev a1)",
+                                         "driver": "nouveau", "modules": ["nvidiafb", "nouveau"]}]
+    assert PCI.parse_lspci_k("3b:00.0 3D controller: NVIDIA\n\tKernel driver in use: nvidia\n")[0]["address"] == "0000:3b:00.0"
     assert "nouveau" in S.parse_lsmod("Module                  Size  Used by\nnouveau  2285568  0\n")
     new, old = S.parse_dkms_status("nvidia/535.104.05, 4.18.0-477.10.1.el8_8.x86_64, x86_64: installed\n"
                                    "nvidia, 470.57.02, 4.18.0-305.el8.x86_64, x86_64: installed\n")
@@ -200,9 +202,9 @@ def test_lspci_k_lsmod_dkms():
 
 
 def test_versions_and_ancestors():
-    assert S.version_lt("525.60.13", "530.30.02") is True
-    assert S.version_lt("530.30.02", "530.30.02") is False
-    assert S.version_lt("418.39", "418.39") is False
-    assert S.version_lt("abc", "1.0") is None
-    assert S.pci_ancestors("/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0") == ["0000:00:01.0", "0000:01:00.0"]
+    assert V.version_lt("525.60.13", "530.30.02") is True
+    assert V.version_lt("530.30.02", "530.30.02") is False
+    assert V.version_lt("418.39", "418.39") is False
+    assert V.version_lt("abc", "1.0") is None
+    assert PCI.pci_ancestors("/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0") == ["0000:00:01.0", "0000:01:00.0"]
     assert P.normalize_bus_id("00000000:10:1C.0") == "0000:10:1c.0"

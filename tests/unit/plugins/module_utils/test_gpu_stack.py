@@ -1,4 +1,4 @@
-"""Table-driven tests for plugins/module_utils/gpu_stack.py (cases C10-C14 where they touch the GPU stack)."""
+"""Table-driven tests for plugins/module_utils/gpu/stack.py (cases C10-C14 where they touch the GPU stack)."""
 from __future__ import annotations
 
 import copy
@@ -7,7 +7,7 @@ import os
 import pytest
 
 from ansible_collections.ddp.cluster.plugins.module_utils import compat
-from ansible_collections.ddp.cluster.plugins.module_utils import gpu_stack as gs
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu import stack as gs
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "gpu_stack")
 

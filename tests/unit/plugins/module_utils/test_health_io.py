@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.ddp.cluster.plugins.module_utils import health_io
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import health_io
 
 
 def test_is_virtual_interface(tmp_path):

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils.benchmark_report import horovod_unstarted_nodes
+from ansible_collections.ddp.cluster.plugins.module_utils.report.benchmark import horovod_unstarted_nodes
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "horovod")
 HOSTS = ["10.89.0.10", "10.89.0.11"]

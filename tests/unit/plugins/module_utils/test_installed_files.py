@@ -8,7 +8,7 @@ import os
 import pytest
 
 from ansible_collections.ddp.cluster.plugins.filter.files import paths_todo
-from ansible_collections.ddp.cluster.plugins.module_utils.installed_files import differing
+from ansible_collections.ddp.cluster.plugins.module_utils.system.installed_files import differing
 
 FIND = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "find", "find_slurm_debian12.json")
 

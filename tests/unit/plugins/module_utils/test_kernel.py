@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils.kernel import (
+from ansible_collections.ddp.cluster.plugins.module_utils.system.kernel import (
     headers_package,
     kernel_devel_plan,
     parse_mokutil_sb_state,

@@ -1,10 +1,10 @@
-"""module_utils/local_cluster: the local podman cluster's node addresses and MACs (roles/local_cluster/tasks/
+"""module_utils/cluster/local_cluster: the local podman cluster's node addresses and MACs (roles/local_cluster/tasks/
 present.yml), on exact addresses and on the rule a subnet must meet."""
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils.local_cluster import (
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.local_cluster import (
     ipv4_network,
     mac_address,
     node_addresses,

@@ -1,9 +1,9 @@
-"""module_utils/metrics.py: the health verdicts and the benchmark's figures in Prometheus's text exposition format."""
+"""module_utils/report/metrics.py: the health verdicts and the benchmark's figures in Prometheus's text exposition format."""
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import metrics
+from ansible_collections.ddp.cluster.plugins.module_utils.report import metrics
 
 
 def test_health_samples_render_one_help_per_name_and_every_verdict():

@@ -1,4 +1,4 @@
-"""Table-driven tests for plugins/module_utils/nccl_health.py: fixtures in, problem codes out."""
+"""Table-driven tests for plugins/module_utils/nccl/health.py: fixtures in, problem codes out."""
 from __future__ import annotations
 
 import ast
@@ -7,7 +7,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.ddp.cluster.plugins.module_utils import nccl_health as nh
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl import health as nh
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import SEVERITIES, should_fail
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),

@@ -1,11 +1,11 @@
-"""Table-driven tests for plugins/module_utils/nccl_parsers.py on real outputs (tests/unit/fixtures/nccl)."""
+"""Table-driven tests for plugins/module_utils/nccl/parsers.py on real outputs (tests/unit/fixtures/nccl)."""
 from __future__ import annotations
 
 import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import (
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl.parsers import (
     busbw_from_algbw,
     net_transport,
     normalize_nccl_version,
@@ -306,5 +306,5 @@ def test_the_internal_plugin_on_roce_after_a_failed_plugin_load():
 @pytest.mark.parametrize("name, kind", [("IB", "IB"), ("IBext", "IB"), ("IBext_v8", "IB"), ("Socket", "Socket"),
                                         ("AWS Libfabric", "OFI"), ("FastSocket", "FastSocket")])
 def test_net_kind(name, kind):
-    from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import net_kind
+    from ansible_collections.ddp.cluster.plugins.module_utils.nccl.parsers import net_kind
     assert net_kind(name) == kind

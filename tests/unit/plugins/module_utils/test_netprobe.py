@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import netprobe
-from ansible_collections.ddp.cluster.plugins.module_utils.netprobe import VERDICTS, classify_connect
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric import netprobe
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.netprobe import VERDICTS, classify_connect
 
 
 @pytest.mark.parametrize("err_no, timed_out, resolve_failed, verdict", [

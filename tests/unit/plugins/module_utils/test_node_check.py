@@ -6,8 +6,9 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import health_io, node_check
-from ansible_collections.ddp.cluster.plugins.module_utils.slurm import SlurmParseError
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import health_io
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import node_check
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm.nodes import SlurmParseError
 from ansible_collections.ddp.cluster.plugins.modules import gpu_health as gpu_module
 from ansible_collections.ddp.cluster.plugins.modules import roce_health as roce_module
 

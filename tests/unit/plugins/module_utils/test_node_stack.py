@@ -10,7 +10,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddp.cluster.plugins.filter.crossnode import stack_outliers as stack_outliers_filter
-from ansible_collections.ddp.cluster.plugins.module_utils import node_stack as ns
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import node_stack as ns
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "node_stack"
 PROBE_PATH = Path(__file__).resolve().parents[4] / "roles" / "pytorch_env" / "files" / "ddp_stack_probe.py"

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import openpgp
+from ansible_collections.ddp.cluster.plugins.module_utils.system import openpgp
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "openpgp")
 KEYS = [

@@ -1,4 +1,4 @@
-"""Pair plans and the bad-node verdict (module_utils/pairwise.py, filters pair_plan / pair_findings).
+"""Pair plans and the bad-node verdict (module_utils/nccl/pairwise.py, filters pair_plan / pair_findings).
 
 The registered results are what ddp.cluster.nccl_health returned on the Molecule nodes for one pair run and for
 one pair whose partner never joined (fixtures/pairwise/SOURCES.md); other figures are derived from them.
@@ -14,7 +14,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddp.cluster.plugins.filter.crossnode import pair_findings as findings_filter
 from ansible_collections.ddp.cluster.plugins.filter.crossnode import pair_plan as plan_filter
-from ansible_collections.ddp.cluster.plugins.module_utils import pairwise
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl import pairwise
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "pairwise"
 OK = json.loads((FIXTURES / "nccl_health_pair_ok.json").read_text())

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils.pci import classify_pci
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.pci import classify_pci
 
 A100 = {"address": "0000:41:00.0", "vendor": "0x10de\n", "device": "0x20b2\n", "class": "0x030200\n"}
 VGA = {"address": "0000:07:00.0", "vendor": "0x10DE", "device": "0x2204", "class": "0x030000"}

@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils.gpu_health import build_facts, diagnose
-from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import pci_ancestors
-from ansible_collections.ddp.cluster.plugins.module_utils.pcie import (
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu.health import build_facts, diagnose
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.pci import pci_ancestors
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.pci import (
     PcieFormatError,
     kernel_problems,
     link_chain,
@@ -267,7 +267,7 @@ def test_gpu_health_says_when_the_links_cannot_be_read():
 # ------------------------------------------------------------------ line rate of NICs, nodes without GPUs (issue 34)
 
 def test_link_gbps_matches_the_kernels_figures():
-    from ansible_collections.ddp.cluster.plugins.module_utils.pcie import link_gbps
+    from ansible_collections.ddp.cluster.plugins.module_utils.fabric.pci import link_gbps
     assert round(link_gbps(8, 8), 3) == 63.015 and round(link_gbps(8, 16), 1) == 126.0
     assert round(link_gbps(16, 16)) == 252 and link_gbps(2.5, 1) == 2.0 and link_gbps(None, 16) is None
 
@@ -301,7 +301,7 @@ def test_a_node_without_gpus_still_has_its_nics_links_checked():
 
 
 def test_lspci_text_alone():
-    from ansible_collections.ddp.cluster.plugins.module_utils.pcie import lspci_text_problems
+    from ansible_collections.ddp.cluster.plugins.module_utils.fabric.pci import lspci_text_problems
     assert lspci_text_problems(fixture(H100_SWITCH)) == []
     # derived: the H100 at 2.5 GT/s at full width while busy is judged as a narrow link is
     gpu_slow = replace_in_block(fixture(H100_SWITCH), "4c:00.0", "Speed 32GT/s (ok)", "Speed 2.5GT/s (downgraded)")

@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import peermesh
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import peermesh
 
 
 def names(n):

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import piplock
+from ansible_collections.ddp.cluster.plugins.module_utils.system import piplock
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "pip")
 

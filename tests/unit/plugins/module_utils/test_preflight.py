@@ -1,9 +1,9 @@
-"""Table-driven tests for plugins/module_utils/preflight.py (cases C01, C02)."""
+"""Table-driven tests for plugins/module_utils/cluster/preflight.py (cases C01, C02)."""
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import preflight
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import preflight
 
 THREE = ["node0", "node1", "node2"]
 

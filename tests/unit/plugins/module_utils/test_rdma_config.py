@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.ddp.cluster.plugins.filter.crossnode import cluster_problems
-from ansible_collections.ddp.cluster.plugins.module_utils import rdma_config
-from ansible_collections.ddp.cluster.plugins.module_utils.rdma_parsers import parse_gid_line
-from ansible_collections.ddp.cluster.plugins.module_utils.roce_health import (
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric import rdma_config
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.rdma_parsers import parse_gid_line
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.roce_health import (
     diagnose, nccl_settings, recommend_gid_index)
 
 FABRIC_IP = "192.0.2.10"

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import rdma_parsers as rp
-from ansible_collections.ddp.cluster.plugins.module_utils import rdma_tools as rt
-from ansible_collections.ddp.cluster.plugins.module_utils import roce_health as rh
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric import rdma_parsers as rp
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric import rdma_tools as rt
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric import roce_health as rh
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "rdma")
 

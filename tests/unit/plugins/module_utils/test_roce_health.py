@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils.rdma_parsers import gid_entry, parse_sysfs_ib
-from ansible_collections.ddp.cluster.plugins.module_utils.roce_health import (
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.rdma_parsers import gid_entry, parse_sysfs_ib
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.roce_health import (
     check_gid_index, choose_fabric_interface, diagnose, interface_selection_problems, nccl_selected,
     nccl_settings, recommend_gid_index)
 
@@ -37,7 +37,7 @@ def codes(problems):
 
 
 def roce_port(device="mlx5_0", port=1, netdev="ens1f0", table=None, state="ACTIVE", phys="LinkUp", mtu=4096):
-    from ansible_collections.ddp.cluster.plugins.module_utils.rdma_parsers import parse_gid_line
+    from ansible_collections.ddp.cluster.plugins.module_utils.fabric.rdma_parsers import parse_gid_line
     gids = [parse_gid_line(line) for line in (C06_TABLE_3 if table is None else table)]
     for gid in gids:
         gid["ndev"] = netdev
@@ -186,7 +186,7 @@ def test_c07_pfc(qos, expected):
 
 
 def test_c07_from_the_case_text():
-    from ansible_collections.ddp.cluster.plugins.module_utils.rdma_tools import parse_mlnx_qos
+    from ansible_collections.ddp.cluster.plugins.module_utils.fabric.rdma_tools import parse_mlnx_qos
     qos = {"ens1f0": parse_mlnx_qos("Priority trust state: pcp; PFC enabled on priorities 0..7: 0 0 0 0 0 0 0 0")}
     assert codes(diagnose(node(qos=qos))) == [("ROCE_PFC_DISABLED", "warning")]
 

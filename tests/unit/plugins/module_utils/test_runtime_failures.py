@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import nccl_health as nh
-from ansible_collections.ddp.cluster.plugins.module_utils import runtime_failures as rf
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl import health as nh
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl import runtime_failures as rf
 
 HERE = os.path.dirname(__file__)
 RUNTIME = os.path.join(HERE, "..", "..", "fixtures", "runtime")

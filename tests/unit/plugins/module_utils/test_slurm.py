@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import gpu_parsers
-from ansible_collections.ddp.cluster.plugins.module_utils import slurm
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu import parsers as gpu_parsers
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm import nodes as slurm
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "slurm")
 GPU_FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "gpu")

@@ -1,11 +1,11 @@
-"""module_utils/slurm_accounting.py on outputs captured on real nodes (tests/unit/fixtures/slurm_accounting/SOURCES.md)."""
+"""module_utils/slurm/accounting.py on outputs captured on real nodes (tests/unit/fixtures/slurm_accounting/SOURCES.md)."""
 from __future__ import annotations
 
 import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import slurm_accounting as sa
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm import accounting as sa
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures",
                         "slurm_accounting")

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import slurm
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm import nodes as slurm
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "slurm")
 

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import slurm_diag as sd
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm import diag as sd
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "slurm")
 

@@ -7,7 +7,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddp.cluster.plugins.filter.net_tuning import net_tuning_plan
-from ansible_collections.ddp.cluster.plugins.module_utils import sysctl_plan
+from ansible_collections.ddp.cluster.plugins.module_utils.system import sysctl_plan
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "sysctl"
 NOW = (FIXTURES / "sysctl_six-keys-and-one-unknown__procps-debian12.txt").read_text()

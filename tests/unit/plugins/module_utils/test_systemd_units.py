@@ -6,7 +6,7 @@ import os
 import pytest
 
 from ansible_collections.ddp.cluster.plugins.filter.systemd import systemd_to_start
-from ansible_collections.ddp.cluster.plugins.module_utils.systemd_units import parse_show, to_start
+from ansible_collections.ddp.cluster.plugins.module_utils.system.systemd_units import parse_show, to_start
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "systemd")
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils import text_diagnosis as td
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import text_diagnosis as td
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 

@@ -1,4 +1,4 @@
-"""Table-driven tests for plugins/module_utils/validate.py (the validate stage's pure rules)."""
+"""Table-driven tests for plugins/module_utils/cluster/validate.py (the validate stage's pure rules)."""
 from __future__ import annotations
 
 import glob
@@ -7,7 +7,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.ddp.cluster.plugins.module_utils import validate as v
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import validate as v
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 

@@ -1,4 +1,4 @@
-"""A wide sweep of plausible and bad inputs through the validate stage's rules (plugins/module_utils/validate.py).
+"""A wide sweep of plausible and bad inputs through the validate stage's rules (plugins/module_utils/cluster/validate.py).
 
 test_validate.py asserts the code, variable and wording of one row per rule; this file checks breadth: each of the
 bad inputs below (issue 40's classes, tried as a new user would) is refused with some VALIDATE_*/RDMA_*/PREFLIGHT_*
@@ -12,7 +12,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.ddp.cluster.plugins.module_utils import validate as v
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import validate as v
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SPECS = dict((p.split(os.sep)[-3], yaml.safe_load(open(p))["argument_specs"])

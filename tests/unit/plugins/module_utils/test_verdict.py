@@ -1,4 +1,4 @@
-"""One verdict per node and the history (module_utils/verdict.py, filter health_verdicts).
+"""One verdict per node and the history (module_utils/cluster/verdict.py, filter health_verdicts).
 
 The problems are what gpu_health, roce_health and node_stack returned on a Molecule node (no GPU, no RDMA device:
 two warnings) and an IFNAME_NOT_FOUND error as the health stage drained a node with it (tests/integration).
@@ -11,7 +11,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddp.cluster.plugins.filter.crossnode import health_verdicts as verdicts_filter
-from ansible_collections.ddp.cluster.plugins.module_utils import verdict
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import verdict
 
 NO_GPU = {"code": "NO_GPU", "severity": "warning", "subject": "node", "message": "no NVIDIA GPU", "fix": "-"}
 NO_RDMA = {"code": "NO_RDMA", "severity": "warning", "subject": "node", "message": "no RDMA device", "fix": "-"}

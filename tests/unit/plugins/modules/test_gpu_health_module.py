@@ -8,7 +8,7 @@ import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 from module_args import patch_module_args
-from ansible_collections.ddp.cluster.plugins.module_utils import health_io
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import health_io
 from ansible_collections.ddp.cluster.plugins.modules import gpu_health
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "gpu")

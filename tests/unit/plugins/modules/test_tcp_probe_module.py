@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ansible_collections.ddp.cluster.plugins.module_utils.peermesh import mesh_plan
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.peermesh import mesh_plan
 from ansible_collections.ddp.cluster.plugins.modules import tcp_probe as mod
 
 

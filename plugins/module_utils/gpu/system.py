@@ -1,7 +1,9 @@
 # Copyright: ddp.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pure parsers for the system side of GPU health: kernel-log Xid lines, ``lspci`` (ACS control,
-kernel driver in use), ``lsmod``, ``dkms status``, driver version comparison. No I/O.
+"""Pure parsers for the system side of GPU health: kernel-log Xid lines, ``lsmod``, ``dkms status``. No I/O.
+
+``lspci`` (ACS control, kernel driver in use, PCIe links) is read in the PCI module (fabric/pci.py), driver versions
+compared with versions.py.
 """
 from __future__ import annotations
 
@@ -88,82 +90,6 @@ def probe_not_called(text):
     return int(match.group(1)) if match else 0
 
 
-# ---------------------------------------------------------------- lspci
-
-# Domains are 4 hex digits, or more behind an Intel VMD controller (10000:e0:1d.0).
-_LSPCI_HEADER = re.compile(r"^((?:[0-9a-fA-F]{4,}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.*)$")
-_ACS_FLAG = re.compile(r"([A-Za-z]+)([+-])")
-
-
-def lspci_blocks(text):
-    """Yield ``(address or None, description, [indented lines])`` per device."""
-    address, description, lines = None, None, []
-    for raw in (text or "").splitlines():
-        if not raw.strip():
-            continue
-        match = _LSPCI_HEADER.match(raw)
-        if match and not raw[0].isspace():
-            if address is not None or lines:
-                yield address, description, lines
-            address, description, lines = match.group(1).lower(), match.group(2), []
-            if len(address) == 7:
-                address = "0000:" + address
-        else:
-            lines.append(raw.strip())
-    if address is not None or lines:
-        yield address, description, lines
-
-
-def parse_acsctl(line):
-    """``'ACSCtl: SrcValid+ TransBlk- ReqRedir+ ...'`` -> ``{'SrcValid': True, ...}``."""
-    _head, _sep, flags = line.partition("ACSCtl:")
-    return dict((name, sign == "+") for name, sign in _ACS_FLAG.findall(flags))
-
-
-def parse_lspci_acs(text):
-    """``lspci -vvv [-D]`` -> list of ``{address, description, acsctl, redirect}``, one per ``ACSCtl`` line.
-
-    ``redirect`` is True when ``ReqRedir+`` or ``CmpltRedir+``: peer-to-peer requests/completions are
-    sent up to the root complex instead of across the switch (C08). Bare ``ACSCtl:`` lines without a
-    device header give entries with address None.
-    """
-    out = []
-    for address, description, lines in lspci_blocks(text):
-        for line in lines:
-            if "ACSCtl:" not in line:
-                continue
-            flags = parse_acsctl(line)
-            out.append({"address": address, "description": description, "acsctl": flags,
-                        "redirect": bool(flags.get("ReqRedir") or flags.get("CmpltRedir"))})
-    return out
-
-
-def parse_lspci_k(text):
-    """``lspci -k [-D] [-nn]`` -> list of ``{address, description, driver, modules}``."""
-    out = []
-    for address, description, lines in lspci_blocks(text):
-        if address is None:
-            continue
-        entry = {"address": address, "description": description, "driver": None, "modules": []}
-        for line in lines:
-            if line.startswith("Kernel driver in use:"):
-                entry["driver"] = line.split(":", 1)[1].strip()
-            elif line.startswith("Kernel modules:"):
-                entry["modules"] = [m.strip() for m in line.split(":", 1)[1].split(",") if m.strip()]
-        out.append(entry)
-    return out
-
-
-def pci_ancestors(realpath):
-    """PCI addresses above a device, from the realpath of ``/sys/bus/pci/devices/<addr>``.
-
-    ``/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0`` -> ``['0000:00:01.0', '0000:01:00.0']``.
-    """
-    parts = [p.lower() for p in (realpath or "").split("/")
-             if re.match(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$", p)]
-    return parts[:-1]
-
-
 # ---------------------------------------------------------------- modules and DKMS
 
 def parse_lsmod(text):
@@ -203,22 +129,3 @@ def parse_dkms_status(text):
         out.append({"module": module, "version": version, "kernel": kernel, "arch": arch,
                     "status": status.strip()})
     return out
-
-
-def version_tuple(version):
-    """``'535.104.05'`` -> ``(535, 104, 5)``; None when it is not a dotted number."""
-    if version is None:
-        return None
-    text = str(version).strip()
-    if not re.match(r"^\d+(\.\d+)*$", text):
-        return None
-    return tuple(int(part) for part in text.split("."))
-
-
-def version_lt(found, required):
-    """True when driver ``found`` is older than ``required``; None when either is not a version."""
-    a, b = version_tuple(found), version_tuple(required)
-    if a is None or b is None:
-        return None
-    width = max(len(a), len(b))
-    return a + (0,) * (width - len(a)) < b + (0,) * (width - len(b))

@@ -19,8 +19,8 @@ kind                the text                                                    
 ``ibstatus``        ``ibstatus``                                                 ``roce_health.diagnose``
 ``ibv_devinfo``     ``ibv_devinfo [-v]``                                         ``roce_health.diagnose``
 ``rdma_link``       ``rdma link [show]``                                         ``roce_health.diagnose``
-``lspci``           ``lspci -vv[v]`` (links, ACS)                                ``pcie.lspci_text_problems``
-``kernel_log``      ``dmesg`` / ``journalctl -k`` (Xids, PCIe limited/AER)       ``gpu_system``, ``pcie``
+``lspci``           ``lspci -vv[v]`` (links, ACS)                                ``pci.lspci_text_problems``
+``kernel_log``      ``dmesg`` / ``journalctl -k`` (Xids, PCIe limited/AER)       ``gpu_system``, ``pci``
 ``ldconfig``        ``ldconfig -p``, ``LD_LIBRARY_PATH=...``, a load error       ``node_stack.shadowing_problems``
 ``nvidia_smi``      ``nvidia-smi -q [-x]`` or ``--query-gpu ... --format=csv``   ``gpu_health.diagnose``
 ``sysfs_ib``        JSON ``{sysfs path: content}`` of ``/sys/class/infiniband``  ``roce_health.diagnose``
@@ -38,21 +38,19 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.ddp.cluster.plugins.module_utils import (
-    floors,
-    gpu_health,
-    nccl_health,
-    nccl_parsers,
-    node_stack,
-    pcie,
-    rdma_parsers,
-    roce_health,
-    runtime_failures,
-    slurm_diag,
-)
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl import floors
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu import health as gpu_health
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl import health as nccl_health
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl import parsers as nccl_parsers
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import node_stack
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric import pci
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric import rdma_parsers
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric import roce_health
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl import runtime_failures
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm import diag as slurm_diag
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import SEVERITIES, problem
-from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import parse_xid_lines, xid_info
-from ansible_collections.ddp.cluster.plugins.module_utils.verdict import node_verdict
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu.system import parse_xid_lines, xid_info
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.verdict import node_verdict
 
 KINDS = ("scontrol", "sinfo", "slurm_log", "training_log", "nccl_tests", "nccl_debug", "ibstat", "ibstatus",
          "ibv_devinfo", "rdma_link", "lspci", "kernel_log", "ldconfig", "nvidia_smi", "sysfs_ib")
@@ -237,14 +235,14 @@ def _rdma_link(text, ctx, _subject):
 
 
 def _lspci(text, ctx, _subject):
-    found = pcie.lspci_text_problems(text, ctx.get("line_rates"), ctx.get("busy", True))
+    found = pci.lspci_text_problems(text, ctx.get("line_rates"), ctx.get("busy", True))
     found += gpu_health.acs_problems(gpu_health.acs_redirects(text))  # bridges redirecting peer-to-peer (case C08)
-    return found, {"links": pcie.parse_lspci_links(text)}
+    return found, {"links": pci.parse_lspci_links(text)}
 
 
 def _kernel_log(text, ctx, _subject):
     found = []
-    messages = pcie.parse_kernel_pcie(text)
+    messages = pci.parse_kernel_pcie(text)
     targets = {}
     for entry in messages["limited"]:
         driver = re.search(r"(\S+) %s: [0-9.]+ Gb/s available" % re.escape(entry["address"]), text, re.I)
@@ -255,14 +253,14 @@ def _kernel_log(text, ctx, _subject):
     rates = dict(ctx.get("line_rates") or {})
     if rates.get("*"):
         rates.update((a, rates["*"]) for a, kind in targets.items() if kind == "HCA" and a not in rates)
-    found += pcie.kernel_problems(targets, {}, messages, None, rates)
+    found += pci.kernel_problems(targets, {}, messages, None, rates)
     seen = {}
     for event in parse_xid_lines(text):
         key = (event["pci"], event["xid"])
         seen[key] = seen.get(key, 0) + 1
-    for (pci, code), count in sorted(seen.items()):
+    for (address, code), count in sorted(seen.items()):
         meaning, severity = xid_info(code)
-        found.append(problem("GPU_XID", severity, "PCI %s" % pci, "Xid %d (%s) logged %d time(s)" % (
+        found.append(problem("GPU_XID", severity, "PCI %s" % address, "Xid %d (%s) logged %d time(s)" % (
             code, meaning, count), "Look up Xid %d in NVIDIA's Xid catalog for the action" % code))
     return found, {"pcie": messages}
 

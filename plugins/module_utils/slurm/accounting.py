@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
-from ansible_collections.ddp.cluster.plugins.module_utils.systemd_units import parse_show
+from ansible_collections.ddp.cluster.plugins.module_utils.system.systemd_units import parse_show
 
 PROBLEM_CODES = (
     "ACCOUNTING_DB_STOPPED",

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.ddp.cluster.plugins.module_utils.versions import version_lt
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
-from ansible_collections.ddp.cluster.plugins.module_utils.gpu_parsers import (
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu.parsers import (
     classify_smi,
     parse_nvlink_status,
     parse_query_gpu,
@@ -20,18 +21,17 @@ from ansible_collections.ddp.cluster.plugins.module_utils.gpu_parsers import (
     parse_smi_xml,
     parse_topo_matrix,
 )
-from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import (
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu.system import (
     parse_dkms_status,
     parse_lsmod,
-    parse_lspci_acs,
-    parse_lspci_k,
     parse_xid_lines,
     probe_not_called,
-    version_lt,
     xid_info,
 )
-from ansible_collections.ddp.cluster.plugins.module_utils.pci import classify_pci
-from ansible_collections.ddp.cluster.plugins.module_utils.pcie import (
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.pci import (
+    classify_pci,
+    parse_lspci_acs,
+    parse_lspci_k,
     PcieFormatError,
     kernel_problems,
     link_problems,

@@ -34,7 +34,7 @@ The best pair, not the median, is the reference: with N = 3 a bad node is in two
 from __future__ import annotations
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import fraction, problem
-from ansible_collections.ddp.cluster.plugins.module_utils.peermesh import distinct_addresses
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.peermesh import distinct_addresses
 
 DEFAULT_MIN_RATIO = 0.5
 

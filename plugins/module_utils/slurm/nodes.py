@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.ddp.cluster.plugins.module_utils.accounts import parse_group, parse_listing, parse_passwd
+from ansible_collections.ddp.cluster.plugins.module_utils.system.accounts import parse_group, parse_listing, parse_passwd
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
-from ansible_collections.ddp.cluster.plugins.module_utils.slurm_diag import SlurmTextError, classify_reason, parse_node_states
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm.diag import SlurmTextError, classify_reason, parse_node_states
 
 # The reason prefix of drains this collection sets; only those are ever resumed by it.
 DRAIN_PREFIX = "ddp:"

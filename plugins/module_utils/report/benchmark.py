@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 
-from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import (
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl.parsers import (
     parse_nccl_debug,
     rdma_link_layers,
 )
@@ -476,7 +476,7 @@ def _matrix_row(name, item, run, result, base, versions, nccl):
 def add_accounting(rows, jobs):
     """Fill each Slurm row's ``slurm_state``, ``slurm_elapsed`` and ``slurm_nodes`` from sacct's record of its job.
 
-    :param jobs: ``{job id: {state, elapsed, nodes, ...}}`` as module_utils/slurm_accounting.py parse_sacct reads
+    :param jobs: ``{job id: {state, elapsed, nodes, ...}}`` as module_utils/slurm/accounting.py parse_sacct reads
         ``sacct -X -n -P -o JobID,JobName,State,Elapsed,NodeList,ExitCode``; a job sacct does not list keeps empty
         fields (no accounting storage, or the record not written yet).
     :returns: ``rows`` (changed in place).

@@ -21,12 +21,11 @@ import os
 import platform
 import re
 
-from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import pci_ancestors
-from ansible_collections.ddp.cluster.plugins.module_utils.pci import classify_pci
-from ansible_collections.ddp.cluster.plugins.module_utils.rdma_parsers import (
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.pci import classify_pci, pci_ancestors
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.rdma_parsers import (
     default_route_interface, parse_ibv_devinfo, parse_ip_json, parse_sysfs_ib, rate_gbps, roce_active_mtu)
-from ansible_collections.ddp.cluster.plugins.module_utils.rdma_tools import parse_mlnx_qos
-from ansible_collections.ddp.cluster.plugins.module_utils.roce_health import choose_fabric_interface
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.rdma_tools import parse_mlnx_qos
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.roce_health import choose_fabric_interface
 
 PCI_ROOT = "/sys/bus/pci/devices"
 COMMAND_TIMEOUT_S = 120

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.ddp.cluster.plugins.module_utils import gpu_health, health_io, roce_health
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu import health as gpu_health
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster import health_io
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric import roce_health
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import SEVERITIES, problem
-from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import version_tuple
-from ansible_collections.ddp.cluster.plugins.module_utils.slurm import drain_plan, parse_sinfo_nodes
-from ansible_collections.ddp.cluster.plugins.module_utils.slurm_diag import node_problems
-from ansible_collections.ddp.cluster.plugins.module_utils.verdict import node_verdict
+from ansible_collections.ddp.cluster.plugins.module_utils.versions import version_tuple_or_none
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm.nodes import drain_plan, parse_sinfo_nodes
+from ansible_collections.ddp.cluster.plugins.module_utils.slurm.diag import node_problems
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.verdict import node_verdict
 
 EXIT_CODES = {"PASS": 0, "WARN": 0, "FAIL": 1, "UNKNOWN": 2}
 DEFAULT_DEADLINE_S = 50
@@ -117,7 +119,7 @@ def load_config(data):
     if roce["no_rdma_severity"] not in roce_health.NO_RDMA_SEVERITIES:
         errors.append("roce.no_rdma_severity must be one of %s, got %r"
                       % (", ".join(roce_health.NO_RDMA_SEVERITIES), roce["no_rdma_severity"]))
-    if gpu["min_driver"] is not None and version_tuple(gpu["min_driver"]) is None:
+    if gpu["min_driver"] is not None and version_tuple_or_none(gpu["min_driver"]) is None:
         errors.append("gpu.min_driver must be a dotted version such as 530.30.02, got %r" % gpu["min_driver"])
     if gpu["expected_gpus"] is not None and gpu["expected_gpus"] < 0:
         errors.append("gpu.expected_gpus must be 0 or more, got %d" % gpu["expected_gpus"])

@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
-from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import parse_log_line
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl.parsers import parse_log_line
 
 # "[Rank 0] Watchdog caught ..." (torch <= 2.4) and "[PG ID 0 PG GUID 0(default_pg) Rank 1] Watchdog caught ..." (2.5+).
 _WATCHDOG = re.compile(

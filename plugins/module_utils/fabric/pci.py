@@ -1,10 +1,21 @@
 # Copyright: ddp.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""PCIe links of GPUs and HCAs, and the bridges above them: parsing and diagnosis. Pure: no I/O.
+"""PCI devices, their links and the bridges above them: sysfs inventory, ``lspci`` text and kernel messages, parsed
+and judged. Pure: no I/O.
 
-Inputs are the text of ``lspci -vvv -D`` (as root: without root lspci hides the capabilities), the
+**Inventory.** Callers pass what they read from ``/sys/bus/pci/devices/*/{vendor,device,class}``
+and ``/sys/class/infiniband``. PCI vendor IDs come from the PCI-SIG registry as listed in the
+pci.ids database (https://pci-ids.ucw.cz/): 0x10de NVIDIA, 0x15b3 Mellanox (NVIDIA networking).
+Class codes (24-bit, ``0xCCSSPP``): 0x03xxxx display controller (GPUs show as 0x0300 VGA or
+0x0302 3D controller), 0x02xxxx network controller, 0x0207xx InfiniBand controller.
+
+**lspci.** ``lspci -vvv -D`` blocks, one per device: ACS control (``ACSCtl``: peer-to-peer traffic redirected to the
+root complex, case C08), the kernel driver in use (``lspci -k``), and the bridges above a device from the realpath of
+its sysfs folder.
+
+**Links.** Inputs are the text of ``lspci -vvv -D`` (as root: without root lspci hides the capabilities), the
 kernel log (``journalctl -k`` or ``dmesg``) and the bridges above each device read from sysfs
-(``gpu_system.pci_ancestors``).
+(``pci_ancestors``).
 
 A PCIe link joins a *downstream-facing* port (a root port, or a switch's downstream port) and the
 device below it (an endpoint, or the upstream port of the next switch). Both ends report the link in
@@ -29,7 +40,127 @@ from __future__ import annotations
 import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
-from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import lspci_blocks
+
+# ---------------------------------------------------------------- sysfs inventory
+
+NVIDIA_VENDOR = "0x10de"
+MELLANOX_VENDOR = "0x15b3"
+
+
+def _norm_hex(value):
+    """Return a lower-case ``0x``-prefixed hex string from sysfs text such as ``'0x10DE\\n'``."""
+    text = (value or "").strip().lower()
+    if text and not text.startswith("0x"):
+        text = "0x" + text
+    return text
+
+
+def classify_pci(devices):
+    """Split a sysfs PCI listing into NVIDIA GPUs and Mellanox NICs.
+
+    :param devices: list of dicts ``{address, vendor, device, class}`` with the raw sysfs text
+        (e.g. ``{'address': '0000:41:00.0', 'vendor': '0x10de', 'device': '0x20b2', 'class': '0x030200'}``).
+    :returns: dict with ``nvidia_gpus`` and ``mellanox_nics``: lists of
+        ``{address, device_id, class}`` sorted by PCI address. NVIDIA functions that are not display
+        controllers (audio, NVSwitch bridges) are not GPUs and are left out.
+    """
+    gpus = []
+    nics = []
+    for dev in devices:
+        vendor = _norm_hex(dev.get("vendor"))
+        pci_class = _norm_hex(dev.get("class"))
+        entry = {
+            "address": dev.get("address", ""),
+            "device_id": _norm_hex(dev.get("device")),
+            "class": pci_class,
+        }
+        if vendor == NVIDIA_VENDOR and pci_class.startswith("0x03"):
+            gpus.append(entry)
+        elif vendor == MELLANOX_VENDOR and pci_class.startswith("0x02"):
+            nics.append(entry)
+    return {
+        "nvidia_gpus": sorted(gpus, key=lambda d: d["address"]),
+        "mellanox_nics": sorted(nics, key=lambda d: d["address"]),
+    }
+
+
+# ---------------------------------------------------------------- lspci
+
+# Domains are 4 hex digits, or more behind an Intel VMD controller (10000:e0:1d.0).
+_LSPCI_HEADER = re.compile(r"^((?:[0-9a-fA-F]{4,}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(.*)$")
+_ACS_FLAG = re.compile(r"([A-Za-z]+)([+-])")
+
+
+def lspci_blocks(text):
+    """Yield ``(address or None, description, [indented lines])`` per device."""
+    address, description, lines = None, None, []
+    for raw in (text or "").splitlines():
+        if not raw.strip():
+            continue
+        match = _LSPCI_HEADER.match(raw)
+        if match and not raw[0].isspace():
+            if address is not None or lines:
+                yield address, description, lines
+            address, description, lines = match.group(1).lower(), match.group(2), []
+            if len(address) == 7:
+                address = "0000:" + address
+        else:
+            lines.append(raw.strip())
+    if address is not None or lines:
+        yield address, description, lines
+
+
+def parse_acsctl(line):
+    """``'ACSCtl: SrcValid+ TransBlk- ReqRedir+ ...'`` -> ``{'SrcValid': True, ...}``."""
+    _head, _sep, flags = line.partition("ACSCtl:")
+    return dict((name, sign == "+") for name, sign in _ACS_FLAG.findall(flags))
+
+
+def parse_lspci_acs(text):
+    """``lspci -vvv [-D]`` -> list of ``{address, description, acsctl, redirect}``, one per ``ACSCtl`` line.
+
+    ``redirect`` is True when ``ReqRedir+`` or ``CmpltRedir+``: peer-to-peer requests/completions are
+    sent up to the root complex instead of across the switch (C08). Bare ``ACSCtl:`` lines without a
+    device header give entries with address None.
+    """
+    out = []
+    for address, description, lines in lspci_blocks(text):
+        for line in lines:
+            if "ACSCtl:" not in line:
+                continue
+            flags = parse_acsctl(line)
+            out.append({"address": address, "description": description, "acsctl": flags,
+                        "redirect": bool(flags.get("ReqRedir") or flags.get("CmpltRedir"))})
+    return out
+
+
+def parse_lspci_k(text):
+    """``lspci -k [-D] [-nn]`` -> list of ``{address, description, driver, modules}``."""
+    out = []
+    for address, description, lines in lspci_blocks(text):
+        if address is None:
+            continue
+        entry = {"address": address, "description": description, "driver": None, "modules": []}
+        for line in lines:
+            if line.startswith("Kernel driver in use:"):
+                entry["driver"] = line.split(":", 1)[1].strip()
+            elif line.startswith("Kernel modules:"):
+                entry["modules"] = [m.strip() for m in line.split(":", 1)[1].split(",") if m.strip()]
+        out.append(entry)
+    return out
+
+
+def pci_ancestors(realpath):
+    """PCI addresses above a device, from the realpath of ``/sys/bus/pci/devices/<addr>``.
+
+    ``/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0`` -> ``['0000:00:01.0', '0000:01:00.0']``.
+    """
+    parts = [p.lower() for p in (realpath or "").split("/")
+             if re.match(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$", p)]
+    return parts[:-1]
+
+
+# ---------------------------------------------------------------- PCIe links
 
 _EXPRESS = re.compile(r"Express (?:\(v\d+\) )?(Root Port|Downstream Port|Upstream Port|Legacy Endpoint|"
                       r"Root Complex Integrated Endpoint|Endpoint|PCI-Express to PCI/PCI-X Bridge|"
@@ -151,7 +282,7 @@ def _speed_width(line):
 def link_chain(device, ancestors, links):
     """The judged links from the root port down to ``device``.
 
-    :param ancestors: the bridges above ``device``, top first (``gpu_system.pci_ancestors``).
+    :param ancestors: the bridges above ``device``, top first (``pci_ancestors``).
     :param links: :func:`parse_lspci_links` output.
     :returns: list of ``{upstream, downstream, expected_speed_gts, expected_width, speed_gts, width}``,
         top first; ``upstream`` is the root/downstream port, ``downstream`` the device below it. Links

@@ -6,7 +6,7 @@
 No I/O here. The ``ddp.cluster.validate_problems`` filter collects what the inventory and the extra
 vars set (for every node) and the roles' ``meta/argument_specs.yml``, and calls :func:`validate`.
 
-Every problem is ``{code, variable, message, fix}`` (the shape of module_utils/preflight.py), rendered
+Every problem is ``{code, variable, message, fix}`` (the shape of module_utils/cluster/preflight.py), rendered
 by the playbooks as ``[CODE] variable: message. Fix: fix``.
 
 Rules: the type, choices and elements of every option of every role's argument spec and of the
@@ -19,10 +19,10 @@ host names; duplicate ``ansible_host``; every ``*_user`` (not root, not a system
 twice and port forms; tokens of slurm.conf, gres.conf, nccl.conf and the environment; paths on the nodes
 (absolute, no ``..``, outside world-writable folders, not a system file); URLs; firewall sources and
 zones; values whose Jinja cannot be rendered on the controller; conda without a verified installer;
-NCCL settings NCCL does not document (module_utils/rdma_config.py's rule); the rules the roles ran on
+NCCL settings NCCL does not document (module_utils/fabric/rdma_config.py's rule); the rules the roles ran on
 the nodes (slurm's ids, controller and munge key, rdma's OFED source, the benchmark matrix of
-module_utils/benchmark_report.py, ddp-health's settings of module_utils/node_check.py); the launcher
-against the scheduler; and the inventory shape of module_utils/preflight.py. Values of ``no_log``
+module_utils/report/benchmark.py, ddp-health's settings of module_utils/cluster/node_check.py); the launcher
+against the scheduler; and the inventory shape of module_utils/cluster/preflight.py. Values of ``no_log``
 options are masked (``********``) in every message.
 """
 from __future__ import annotations
@@ -35,12 +35,12 @@ import re
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.errors import ArgumentTypeError, ArgumentValueError
 
-from ansible_collections.ddp.cluster.plugins.module_utils.benchmark_report import variant_problems
-from ansible_collections.ddp.cluster.plugins.module_utils.node_check import ConfigError as HealthConfigError
-from ansible_collections.ddp.cluster.plugins.module_utils.node_check import load_config as load_health_config
-from ansible_collections.ddp.cluster.plugins.module_utils.openpgp import fingerprint_format_problem
-from ansible_collections.ddp.cluster.plugins.module_utils.preflight import inventory_problems
-from ansible_collections.ddp.cluster.plugins.module_utils.rdma_config import (
+from ansible_collections.ddp.cluster.plugins.module_utils.report.benchmark import variant_problems
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.node_check import ConfigError as HealthConfigError
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.node_check import load_config as load_health_config
+from ansible_collections.ddp.cluster.plugins.module_utils.system.openpgp import fingerprint_format_problem
+from ansible_collections.ddp.cluster.plugins.module_utils.cluster.preflight import inventory_problems
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.rdma_config import (
     nccl_override_problems, ofed_version_from_name, torch_nccl_env)
 
 __all__ = [
@@ -389,7 +389,7 @@ ROLE_RANGES = {
     "ddp_benchmark_batch_size": {"min": 1}, "ddp_benchmark_image_size": {"min": 1},
     "ddp_benchmark_steps": {"min": 1}, "ddp_benchmark_cpu_threads": {"min": 1},
     "ddp_benchmark_base_lr": {"min": 0.0000001},
-    # module_utils/benchmark_report.py compare_rows: a fraction in [0, 1).
+    # module_utils/report/benchmark.py compare_rows: a fraction in [0, 1).
     "ddp_benchmark_regression_threshold": {"min": 0, "max": 0.999999},
     "node_health_max_temperature_c": {"min": 1},
     # raw in the spec (a templated default); an id when given
@@ -415,7 +415,7 @@ def _ranges(name, value, spec):
     """Range problems by the option's name and spec (ports, timeouts, MTU, explicit min/max)."""
     out = []
     if spec.get("preflight"):
-        return out  # module_utils/preflight.py checks it (PREFLIGHT_BAD_PORT)
+        return out  # module_utils/cluster/preflight.py checks it (PREFLIGHT_BAD_PORT)
     if name.endswith("_port") and spec.get("type") in ("int", "raw"):
         port = _as_int(value)
         low = 0 if name in PORT_ZERO_MEANS_ANY else 1
@@ -699,7 +699,7 @@ def elastic_problem(name, value):
 
 
 def _nccl_problems(values):
-    """roles/rdma/tasks/validate.yml's rules (module_utils/rdma_config.py): the overrides merged with the named
+    """roles/rdma/tasks/validate.yml's rules (module_utils/fabric/rdma_config.py): the overrides merged with the named
     options as the role merges them, and the PyTorch-side settings."""
     overrides = values.get("rdma_nccl_overrides")
     overrides = dict(overrides) if isinstance(overrides, dict) else {}
@@ -915,7 +915,7 @@ def _number_text_problems(values):
         number = _as_int(value) if not isinstance(value, bool) else None
         if number is None or not low <= number <= high:
             if name == "ddp_nproc_per_node" and (number is None or number < 1):
-                continue  # module_utils/preflight.py says it (PREFLIGHT_BAD_NPROC)
+                continue  # module_utils/cluster/preflight.py says it (PREFLIGHT_BAD_NPROC)
             out.append(_problem("VALIDATE_RANGE", name, "%s is %r; it must be %s" % (name, value, wanted),
                                 "set %s to %s." % (name, wanted)))
     return out
@@ -1194,7 +1194,7 @@ def _ofed_problems(values):
 
 
 def _benchmark_problems(values, known):
-    """The matrix builder's rules (module_utils/benchmark_report.py), and each variant's option values against
+    """The matrix builder's rules (module_utils/report/benchmark.py), and each variant's option values against
     the role's own option of that name."""
     out = []
     variants = values.get("ddp_benchmark_variants")
@@ -1259,7 +1259,7 @@ HEALTH_CONFIG = (
 
 
 def _health_config_problems(values):
-    """ddp-health's own check of its settings (module_utils/node_check.py load_config), on the file the
+    """ddp-health's own check of its settings (module_utils/cluster/node_check.py load_config), on the file the
     node_health role would write from what is set."""
     config = {}
     names = {}
@@ -1477,7 +1477,7 @@ def validate(cfg):
     cfg keys:
         nodes        {inventory hostname: {variable: value}}: what the inventory and the extra vars set
                      for each node (only our prefixed variables and ansible_host are needed)
-        nodes_group  the nodes group's name; head_hosts, head_group: as module_utils/preflight.py
+        nodes_group  the nodes group's name; head_hosts, head_group: as module_utils/cluster/preflight.py
         role_specs   {role: {entry point: {options: {...}}}} from the roles' meta/argument_specs.yml
         unrendered   {inventory hostname: {variable: error}}: values whose Jinja could not be rendered on the
                      controller though they need no node facts (VALIDATE_TEMPLATE)
@@ -1518,7 +1518,7 @@ def validate(cfg):
                 % (", ".join(hosts), address, len(hosts)),
                 "give each node its own ansible_host (or remove the duplicate host)."))
 
-    # The inventory shape of module_utils/preflight.py (the head, the rendezvous), once for the cluster.
+    # The inventory shape of module_utils/cluster/preflight.py (the head, the rendezvous), once for the cluster.
     first = nodes[sorted(nodes)[0]] if nodes else {}
     shape = {"nodes": sorted(nodes), "nodes_group": cfg.get("nodes_group"),
              "head_hosts": list(cfg.get("head_hosts") or []), "head_group": cfg.get("head_group")}

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 
 VERDICTS = ("PASS", "WARN", "FAIL", "UNKNOWN")
-# A verdict that keeps the node in service (module_utils/verdict.py: exit 0 keep, 1 remove).
+# A verdict that keeps the node in service (module_utils/cluster/verdict.py: exit 0 keep, 1 remove).
 HEALTHY_VERDICTS = ("PASS", "WARN")
 
 HEALTH_FILE = "ddp_health.prom"
@@ -74,7 +74,7 @@ def render(samples):
     order, by_name = [], {}
     for name, labels, value in samples:
         if name not in HELP:
-            raise ValueError("unknown metric %r (module_utils/metrics.py HELP)" % name)
+            raise ValueError("unknown metric %r (module_utils/report/metrics.py HELP)" % name)
         if name not in by_name:
             order.append(name)
             by_name[name] = []
@@ -130,7 +130,7 @@ def drained_by_us(state, reason, prefixes=("ddp:", "ddp-health:")):
 
 
 def benchmark_samples(rows, finished_at):
-    """The samples of a benchmark report's rows (module_utils/benchmark_report.py matrix_rows).
+    """The samples of a benchmark report's rows (module_utils/report/benchmark.py matrix_rows).
 
     One images/s series per row (labels run, nodes, processes, launcher, variant), efficiency where the row has one,
     and the time of the run. Rows without throughput are left out.

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.ddp.cluster.plugins.module_utils import dcgm
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu import dcgm
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import fraction, problem
-from ansible_collections.ddp.cluster.plugins.module_utils.gpu_system import xid_info
+from ansible_collections.ddp.cluster.plugins.module_utils.gpu.system import xid_info
 
 DEFAULT_MIN_RATIO = 0.90
 

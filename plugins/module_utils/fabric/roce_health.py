@@ -31,7 +31,7 @@ Sources for the rules (see docs/troubleshooting.md):
 from __future__ import annotations
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
-from ansible_collections.ddp.cluster.plugins.module_utils.rdma_parsers import gid_entry, parse_gid_line
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.rdma_parsers import gid_entry, parse_gid_line
 
 DEFAULT_MIN_MTU = 4096
 NO_RDMA_SEVERITIES = ("error", "warning", "info")

@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
-from ansible_collections.ddp.cluster.plugins.module_utils.nccl_health import (
+from ansible_collections.ddp.cluster.plugins.module_utils.versions import major_minor
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl.health import (
     NOT_READ, TORCH_RENAME_VERSION, TORCH_RENAMED)
 
 HEADER = "# Managed by ddp.cluster.rdma: derived from this node's RDMA facts (roce_health) plus rdma_nccl_overrides."
@@ -179,11 +180,6 @@ def node_fabric_facts(roce, mtu=None):
 # torch-side names (case C09)
 # ---------------------------------------------------------------------------------------------
 
-def _version_tuple(text):
-    match = re.match(r"^\s*(\d+)\.(\d+)", str(text or ""))
-    return (int(match.group(1)), int(match.group(2))) if match else None
-
-
 def torch_nccl_env(torch_version, settings):
     """The ``{NAME: value}`` the installed torch reads, and problems.
 
@@ -194,7 +190,7 @@ def torch_nccl_env(torch_version, settings):
         ``NCCL_TIMEOUT``/``TIMEOUT`` (no such variable: pass ``timeout=`` to ``init_process_group``) and
         for names or values that cannot be exported.
     """
-    tv = _version_tuple(torch_version)
+    tv = major_minor(torch_version)
     env = {}
     out = []
     for raw in sorted(settings or {}, key=str):
@@ -228,7 +224,7 @@ def _shell_quote(text):
 
 def render_torch_profile(env, torch_version=None):
     """/etc/profile.d/ddp-torch-nccl.sh: ``export NAME=value`` lines for login shells."""
-    tv = _version_tuple(torch_version)
+    tv = major_minor(torch_version)
     lines = ["# Managed by ddp.cluster.rdma: the names torch %s reads (TORCH_NCCL_* since torch 2.2)."
              % ("%d.%d" % tv if tv else "(version unknown)")]
     lines += ["export %s=%s" % (k, _shell_quote(env[k])) for k in sorted(env)]

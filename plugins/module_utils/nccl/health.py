@@ -49,16 +49,17 @@ import errno as _errno
 import re
 
 from ansible_collections.ddp.cluster.plugins.module_utils.diagnosis import problem
-from ansible_collections.ddp.cluster.plugins.module_utils.netprobe import classify_connect
-from ansible_collections.ddp.cluster.plugins.module_utils.runtime_failures import (
+from ansible_collections.ddp.cluster.plugins.module_utils.versions import major_minor
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.netprobe import classify_connect
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl.runtime_failures import (
     RUNTIME_CODES,
     classify_nccl_error,
     parse_runtime_log,
     runtime_problems,
     warn_problems,
 )
-from ansible_collections.ddp.cluster.plugins.module_utils.roce_health import parse_nccl_ifname
-from ansible_collections.ddp.cluster.plugins.module_utils.nccl_parsers import (
+from ansible_collections.ddp.cluster.plugins.module_utils.fabric.roce_health import parse_nccl_ifname
+from ansible_collections.ddp.cluster.plugins.module_utils.nccl.parsers import (
     busbw_from_algbw,
     normalize_nccl_version,
     parse_nccl_debug,
@@ -235,11 +236,6 @@ def compare_nccl_versions(versions, subject="cluster"):
         "(pytorch_env role); check LD_LIBRARY_PATH / LD_PRELOAD for a system libnccl")]
 
 
-def _version_tuple(text):
-    match = re.match(r"^(\d+)\.(\d+)", str(text or ""))
-    return (int(match.group(1)), int(match.group(2))) if match else None
-
-
 def check_nccl_env(env, torch_version=None, subject="environment"):
     """NCCL_ENV_UNKNOWN_VAR for variables that have no effect (shared/cases C09).
 
@@ -252,7 +248,7 @@ def check_nccl_env(env, torch_version=None, subject="environment"):
     :param torch_version: ``2.3.1`` (local suffixes allowed) or None.
     """
     problems = []
-    tv = _version_tuple(torch_version)
+    tv = major_minor(torch_version)
     for name in sorted(env):
         if name in NOT_READ:
             why, fix = NOT_READ[name]
@@ -359,7 +355,7 @@ def runtime_breakage(text, subject="run"):
 
 
 def classify_failure(text, timed_out=False):
-    """Classify torchrun / NCCL failure text like a TCP probe (module_utils/netprobe.py).
+    """Classify torchrun / NCCL failure text like a TCP probe (module_utils/fabric/netprobe.py).
 
     :returns: ``{verdict, message}``; verdict ``collective_hang`` when the run hung inside a collective (an NCCL
         watchdog or Gloo timeout: the ranks had connected, so not a firewall), ``nccl_error`` for an NCCL error
