@@ -141,4 +141,4 @@ def test_node_health_role_from_the_installed_tarball(installed, root_only_dir):
     report = json.loads(ran.stdout)
     assert report["verdict"] == "WARN" and report["warnings"] == ["NO_GPU", "NO_RDMA"]
     assert os.path.isfile(prefix / "lib" / "ansible_collections" / "ddp" / "cluster" / "plugins" / "module_utils" /
-                          "health_io.py")
+                          "cluster" / "health_io.py")
