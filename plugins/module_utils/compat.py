@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.ddp.cluster.plugins.module_utils.versions import compare_versions, version_tuple
+from ansible_collections.ddp.cluster.plugins.module_utils.versions import DOTTED_VERSION, compare_versions, version_tuple
 
 __all__ = [
     "MatrixError",
@@ -55,7 +55,6 @@ VAR_TORCHVISION = "ddp_torchvision_version"
 VAR_CUDA = "ddp_cuda_version"
 VAR_DRIVER = "ddp_nvidia_driver_version"
 
-_PUBLIC_RE = re.compile(r"^\d+(\.\d+)*$")
 _CU_TAG_RE = re.compile(r"^cu(\d{2,3})$")
 _CUDA_RE = re.compile(r"^(\d+)\.(\d+)(\.\d+)*$")
 
@@ -122,7 +121,7 @@ def parse_version(text):
         raise ValueError("no version given")
     raw = str(text).strip()
     public, sep, local = raw.partition("+")
-    if not _PUBLIC_RE.match(public):
+    if not DOTTED_VERSION.match(public):
         raise ValueError("not a release version: %r" % (text,))
     if not sep:
         return public, None
@@ -138,7 +137,7 @@ _ROW_REQUIRED = ("torch", "torchvision", "cuda", "default_cuda", "cudnn", "nccl"
 
 
 def _is_version_str(value):
-    return isinstance(value, str) and bool(_PUBLIC_RE.match(value))
+    return isinstance(value, str) and bool(DOTTED_VERSION.match(value))
 
 
 def validate_matrix(matrix):

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-_DOTTED = re.compile(r"^\d+(\.\d+)*$")
+# Dotted non-negative integers, the whole text: 530.30.02, 535, 2.18.1.
+DOTTED_VERSION = re.compile(r"^\d+(\.\d+)*$")
 _SERIES = re.compile(r"^\s*(\d+)\.(\d+)")
 
 
@@ -22,7 +23,7 @@ def version_tuple(version):
     Raises ValueError when the text is not dotted non-negative integers.
     """
     text = str(version).strip()
-    if not _DOTTED.match(text):
+    if not DOTTED_VERSION.match(text):
         raise ValueError("not a dotted numeric version: %r" % (version,))
     return tuple(int(part) for part in text.split("."))
 

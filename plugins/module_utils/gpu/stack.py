@@ -57,11 +57,8 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.ddp.cluster.plugins.module_utils.compat import (
-    compare_versions,
-    normalize_cuda,
-    version_tuple,
-)
+from ansible_collections.ddp.cluster.plugins.module_utils.compat import normalize_cuda
+from ansible_collections.ddp.cluster.plugins.module_utils.versions import compare_versions, version_tuple
 
 __all__ = [
     "PROBLEM_CODES",
