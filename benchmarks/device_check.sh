@@ -5,7 +5,8 @@
 #   2. ddp-health --json (roles/node_health/files/ddp_health.py) with the collection's module_utils, no Ansible;
 #   3. the modules through ansible-core (when it imports, or from wheels in WHEELS): hardware_facts, gpu_health,
 #      node_stack (the probe in PYTHON's environment) and nccl_health (one process all-reduce, torch mode);
-#   4. benchmarks/gpu_check.sh (bf16 + channels_last vs the reference script's fp32 settings).
+#   4. the burn-in program (roles/pytorch_env/files/ddp_burnin.py) for 20 s: achieved TFLOPS and the GEMM digest;
+#   5. benchmarks/gpu_check.sh (bf16 + channels_last vs the reference script's fp32 settings).
 # Each step's output lands in OUT (default: a temp dir); a failing step is reported and the next one runs.
 #
 # Usage: benchmarks/device_check.sh [PYTHON]   (PYTHON: an interpreter with torch + torchvision; default python3)
@@ -14,6 +15,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 python=${1:-${PYTHON:-python3}}
 out=${OUT:-$(mktemp -d /tmp/device_check.XXXXXX)}
+mkdir -p "$out"
 work=$(mktemp -d /tmp/device_check_work.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 status=0
@@ -68,6 +70,7 @@ else
     status=1
 fi
 
+step burnin "$python" "$here/roles/pytorch_env/files/ddp_burnin.py" --seconds 20
 step gpu_check env GPU_CHECK_OUT="$out" "$here/benchmarks/gpu_check.sh" "$python"
 echo "device_check: results in $out (rc $status)"
 exit "$status"
