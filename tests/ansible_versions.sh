@@ -18,8 +18,12 @@ list=tests/ansible_versions.txt
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/ddp-cluster
 mkdir -p "$cache" .cache
 
-# The pytest of requirements.txt: the unit tests need nothing else that ansible-core and ansible do not bring.
-pytest_req=$(grep -E '^pytest[<>=! ]' requirements.txt)
+# What the unit tests need besides ansible-core and ansible: pytest and matplotlib (the scaling plot's tests) as
+# requirements.txt pins them, and the parser of Ansible's docs markup that the role READMEs' generator uses
+# (docs/site/role_readmes.py; antsibull-docs of requirements-docs.txt brings it to .venv). A venv made before a
+# line was added here gets it at the next run (the stamp holds this list).
+unit_reqs=("$(grep -E '^pytest[<>=! ]' requirements.txt)" "$(grep -E '^matplotlib[<>=! ]' requirements.txt)"
+           "antsibull-docs-parser>=1.0.0,<2.0.0")
 
 find_python() {  # "3.11,3.12" -> the path of the first of them on this machine
   local v p
@@ -46,9 +50,15 @@ make_venv() {  # core ansible python -> the venv's folder, made under a lock if 
     if [ ! -f "$venv/.stamp" ]; then
       rm -rf "$venv"
       "$python" -m venv "$venv" && "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-        "ansible-core==$core" "ansible==$ansible" "$pytest_req" >&2 && touch "$venv/.stamp"
+        "ansible-core==$core" "ansible==$ansible" >&2 && echo "ansible-core==$core ansible==$ansible" >"$venv/.stamp"
     fi
-  ) 9>"$venv.lock" && [ -f "$venv/.stamp" ] && echo "$venv"
+    if [ -f "$venv/.stamp" ] && [ "$(tail -n +2 "$venv/.stamp")" != "$(printf '%s\n' "${unit_reqs[@]}")" ]; then
+      "$venv/bin/python" -m pip install -q --disable-pip-version-check "ansible-core==$core" "${unit_reqs[@]}" >&2 &&
+        { echo "ansible-core==$core ansible==$ansible"; printf '%s\n' "${unit_reqs[@]}"; } >"$venv/.stamp.new" &&
+        mv "$venv/.stamp.new" "$venv/.stamp"
+    fi
+  ) 9>"$venv.lock" && [ -f "$venv/.stamp" ] && [ "$(tail -n +2 "$venv/.stamp")" = "$(printf '%s\n' "${unit_reqs[@]}")" ] &&
+    echo "$venv"
 }
 
 # Called where errexit does not apply (an `if`): every step's status is checked here.

@@ -26,8 +26,12 @@ class FakeDisplay:
 
 
 def _retry(task, host, attempts):
-    return types.SimpleNamespace(result={"attempts": attempts, "retries": 151}, task=task, task_name=task.get_name(),
-                                 host=types.SimpleNamespace(get_name=lambda: host))
+    """A retry result with both of core's spellings: ``result``/``task``/``host`` (the CallbackTaskResult of
+    ansible-core 2.19 and later) and ``_result``/``_task``/``_host`` (the TaskResult of 2.16 to 2.18, which core's own
+    ``host_label`` reads there)."""
+    data, node = {"attempts": attempts, "retries": 151}, types.SimpleNamespace(get_name=lambda: host)
+    return types.SimpleNamespace(result=data, task=task, task_name=task.get_name(), host=node,
+                                 _result=data, _task=task, _host=node)
 
 
 def _callback(clock):

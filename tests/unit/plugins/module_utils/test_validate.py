@@ -475,7 +475,7 @@ def test_core_errors_take_what_core_takes(value, spec):
 
 @pytest.mark.parametrize("name, value, typ", [
     ("ddp_benchmark_steps", True, "int"),  # core: True is an int
-    ("ddp_benchmark_steps", 5.0, "int"),  # core: 5.0 is an int
+    ("ddp_benchmark_steps", 5.0, "int"),  # core 2.17 and later: 5.0 is an int (2.16 refuses it itself)
     ("ddp_benchmark_base_lr", False, "float"),  # core: a boolean is a number
     ("ddp_benchmark_compare_launchers", "torchrun,slurm", "list"),  # core splits it at the comma
     ("slurm_extra_config", "MaxJobCount=20000", "dict"),  # core parses k=v
@@ -483,6 +483,7 @@ def test_core_errors_take_what_core_takes(value, spec):
     ("ddp_env_path", True, "path"),
 ])
 def test_our_rules_refuse_on_top_of_what_core_converts(name, value, typ):
-    assert v.core_errors(name, value, {"type": typ}) == []
+    core = v.core_errors(name, value, {"type": typ})
+    assert core == [] or (value == 5.0 and typ == "int"), core  # ansible-core 2.16 refuses 5.0 for an int itself
     problems = v.option_problems(name, value, {"type": typ})
     assert problems and problems[0]["code"] in ("VALIDATE_TYPE", "VALIDATE_VERSION_NUMBER"), problems
