@@ -2,6 +2,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Write roles/<role>/README.md from the role's meta/argument_specs.yml (the role's contract).
 
+The cluster-wide role ddp.cluster.ddp has no argument specification (it would add a validation task to every
+play that lists it; the validate stage checks its values): its README is written from its defaults file, the
+comment above each variable being its meaning.
+
 Galaxy shows a role's README and refuses a collection whose role has none. The README says what the
 role does (the main entry point's description, Ansible markup rendered as Markdown by
 antsibull-docs-parser), which playbook runs it, and a table of every variable of each entry point: its
@@ -107,7 +111,8 @@ def readme(role):
         "",
         "From the role's argument specification (`meta/argument_specs.yml`, checked when the role runs; also",
         "`ansible-doc -t role %s.%s` and the role's page of the docs site, `make docs`). A default in" % (COLLECTION, role),
-        "`{{ }}` takes the cluster-wide `ddp_*` value where the inventory sets one.",
+        "`{{ }}` takes a cluster-wide `ddp_*` value: those have their defaults in the role `%s.ddp`" % COLLECTION,
+        "(`roles/ddp/README.md`), which this role depends on.",
         "",
     ]
     for entry in ["main"] + others:
@@ -131,13 +136,65 @@ def readme(role):
     return "\n".join(lines) + "\n"
 
 
+DEFAULTS_ONLY = ("ddp",)
+
+
+def commented_defaults(path):
+    """(name, default, meaning) of each top-level variable of a defaults file, in file order.
+
+    The meaning is the block of ``#`` lines right above the variable; the file's opening comment (the one
+    followed by a blank line) belongs to no variable. Raises ValueError naming a variable without a comment.
+    """
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    values = yaml.safe_load(text) or {}
+    found, comment = [], []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            comment.append(line.lstrip("#").strip())
+        elif not line.strip():
+            comment = []
+        else:
+            match = re.match(r"^([a-z][a-z0-9_]*):", line)
+            if match:
+                name = match.group(1)
+                if not comment:
+                    raise ValueError("%s: %s has no comment above it" % (path, name))
+                found.append((name, values[name], " ".join(comment)))
+            comment = []
+    return found
+
+
+def defaults_readme(role):
+    path = os.path.join(ROOT, "roles", role, "defaults", "main.yml")
+    with open(os.path.join(ROOT, "roles", role, "meta", "main.yml"), encoding="utf-8") as handle:
+        description = yaml.safe_load(handle)["galaxy_info"]["description"]
+    lines = ["<!-- Generated from defaults/main.yml by docs/site/role_readmes.py: edit that, then run it. -->",
+             "# %s.%s" % (COLLECTION, role), "", description + ".", "",
+             "It has no tasks. Every stage play of the collection lists it first under `roles:`, and every role",
+             "that reads one of these variables depends on it, so each variable has one default, here. Set them in",
+             "the inventory (`group_vars`) or as extra vars; the validate stage checks every value before any node",
+             "is contacted.", "",
+             "## Variables", "",
+             "| Variable | Default | Meaning |", "| --- | --- | --- |"]
+    for name, value, meaning in commented_defaults(path):
+        lines.append("| `%s` | %s | %s |" % (name, cell(default_cell({"default": value})), cell(meaning)))
+    lines += ["", "## Example", "", "```yaml", "- name: A play of your own that reads the cluster-wide settings",
+              "  hosts: \"{{ ddp_nodes_group }}\"", "  become: \"{{ ddp_become }}\"", "  roles:",
+              "    - role: %s.%s" % (COLLECTION, role), "    - role: %s.firewall" % COLLECTION, "```", "",
+              "License: GPL-3.0-or-later. Part of the [%s](../../README.md) collection." % COLLECTION]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv):
     check = "--check" in argv
     stale = []
-    for spec in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml"))):
-        role = spec.split(os.sep)[-3]
+    roles = [(spec.split(os.sep)[-3], readme)
+             for spec in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml")))]
+    roles += [(role, defaults_readme) for role in DEFAULTS_ONLY]
+    for role, write in roles:
         path = os.path.join(ROOT, "roles", role, "README.md")
-        text = readme(role)
+        text = write(role)
         current = None
         if os.path.exists(path):
             with open(path, encoding="utf-8") as handle:
@@ -150,7 +207,8 @@ def main(argv):
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(text)
     if stale:
-        sys.stderr.write("not generated from meta/argument_specs.yml (run .venv/bin/python docs/site/role_readmes.py): %s\n"
+        sys.stderr.write("not generated from the role's argument specs or defaults"
+                         " (run .venv/bin/python docs/site/role_readmes.py): %s\n"
                          % ", ".join(stale))
         return 1
     return 0
