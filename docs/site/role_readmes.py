@@ -136,9 +136,6 @@ def readme(role):
     return "\n".join(lines) + "\n"
 
 
-DEFAULTS_ONLY = ("ddp",)
-
-
 def commented_defaults(path):
     """(name, default, meaning) of each top-level variable of a defaults file, in file order.
 
@@ -191,7 +188,9 @@ def main(argv):
     stale = []
     roles = [(spec.split(os.sep)[-3], readme)
              for spec in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml")))]
-    roles += [(role, defaults_readme) for role in DEFAULTS_ONLY]
+    # A role without an argument spec (ddp.cluster.ddp, the cluster-wide defaults) is described by its defaults file.
+    roles += [(role, defaults_readme) for role in sorted(os.listdir(os.path.join(ROOT, "roles")))
+              if not os.path.exists(os.path.join(ROOT, "roles", role, "meta", "argument_specs.yml"))]
     for role, write in roles:
         path = os.path.join(ROOT, "roles", role, "README.md")
         text = write(role)

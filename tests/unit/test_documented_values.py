@@ -54,6 +54,10 @@ def _role_defaults():
         for name, value in _load("roles/%s/defaults/main.yml" % role).items():
             if not _templated(value) and value is not None:
                 out.append(("roles/%s/defaults/main.yml" % role, name, value))
+    # The cluster-wide defaults (roles/ddp: no argument spec, only defaults)
+    for name, value in _load("roles/ddp/defaults/main.yml").items():
+        if not _templated(value):
+            out.append(("roles/ddp/defaults/main.yml", name, value))
     return out
 
 
