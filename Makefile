@@ -118,7 +118,7 @@ controller-tests: venv
 
 # ansible-test sanity and the unit tests on the oldest ansible-core the collection claims and on the newest on
 # PyPI (tests/ansible_versions.txt), each in its own venv made once under ~/.cache/ddp-cluster (the Python each
-# needs: tests/ansible_versions.sh). Outside make test (about 15 minutes here, more than make test can spare).
+# needs: tests/ansible_versions.sh). Outside make test (about 7 minutes here, more than make test can spare).
 ansible-versions: venv
 	tests/ansible_versions.sh
 

@@ -27,7 +27,8 @@
 # PREFIX (default: the local cluster of make cluster, ddp-node1..N on network ddp-local, label local): the nodes,
 # network and label of the cluster that is rebuilt, and an inventory for it written to .cache/inv-<PREFIX>/ (a
 # copy of INVENTORY that selects that label and uses that cluster's ssh_config); the cluster is left running.
-# Logs: artifacts/converge/[<PREFIX>-]N<n>-{cold,nochange,mitogen}.log. Needs `make venv` (the make target does it).
+# Logs: artifacts/converge/[<PREFIX>-]N<n>-{cold,nochange,mitogen}.log, and the no-change run's CPU per task on the
+# nodes in N<n>-nochange.node_cpu.json (benchmarks/callback_plugins/node_cpu.py). Needs `make venv` (the make target does it).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -152,6 +153,19 @@ cgroup_ns() {  # cgroup path below the hierarchy (v1 cpuacct or v2) -> nanosecon
     echo 0
   fi
 }
+node_cgroups() {  # host=counter file,... of the cluster's nodes (benchmarks/callback_plugins/node_cpu.py reads it)
+  local id name cg spec=""
+  for id in $(podman ps --filter "label=ddp.cluster=$LABEL" --format '{{.ID}}'); do
+    name=$(podman inspect --format '{{.Name}}' "$id")
+    cg=$(podman inspect --format '{{.State.CgroupPath}}' "$id")
+    if [ -r "/sys/fs/cgroup/cpuacct$cg/cpuacct.usage" ]; then
+      spec="$spec${spec:+,}$name=/sys/fs/cgroup/cpuacct$cg/cpuacct.usage"
+    elif [ -r "/sys/fs/cgroup$cg/cpu.stat" ]; then
+      spec="$spec${spec:+,}$name=/sys/fs/cgroup$cg/cpu.stat"
+    fi
+  done
+  echo "$spec"
+}
 cpu_now() {
   local tck nodes=0 id ctl
   tck=$(getconf CLK_TCK)
@@ -198,7 +212,10 @@ for n in "$@"; do
   fi
   echo "== N=$n: no-change site.yml (--skip-tags benchmark)"
   read -r ctl0 nodes0 <<<"$(cpu_now)"
-  NOCHANGE[$n]=$(run_site "${LOG}N$n-nochange.log" --skip-tags benchmark)
+  NOCHANGE[$n]=$(DDP_NODE_CPU_CGROUPS="$(node_cgroups)" DDP_NODE_CPU_OUT="${LOG}N$n-nochange.node_cpu.json" \
+                 ANSIBLE_CALLBACK_PLUGINS="$ROOT/benchmarks/callback_plugins" \
+                 ANSIBLE_CALLBACKS_ENABLED="$ANSIBLE_CALLBACKS_ENABLED,node_cpu" \
+                 run_site "${LOG}N$n-nochange.log" --skip-tags benchmark)
   read -r ctl1 nodes1 <<<"$(cpu_now)"
   NODES_CPU[$n]=$(awk -v a="$nodes0" -v b="$nodes1" 'BEGIN { printf "%.1f", b - a }')
   CTL_CPU[$n]=$(awk -v a="$ctl0" -v b="$ctl1" 'BEGIN { printf "%.1f", b - a }')
@@ -222,6 +239,16 @@ for n in "$@"; do
   done
   echo "   slowest tasks of the no-change run:"
   sed -n '/^=====/,$p' "${LOG}N$n-nochange.log" | grep -E ' -+ [0-9.]+s$' | awk 'NR <= 8 { print "     " $0 }'
+  echo "   the no-change run's tasks that cost the nodes most CPU (CPU-s over all nodes, runs; node_cpu callback):"
+  "$BIN/python" - "${LOG}N$n-nochange.node_cpu.json" "$n" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = int(sys.argv[2])
+for t in d["tasks"][:10]:
+    print("     %6.1f CPU-s (%4.2f per node) %3d run(s)  %s" % (t["cpu_s"], t["cpu_s"] / n, t["runs"], t["task"]))
+top = sum(t["cpu_s"] for t in d["tasks"][:10])
+print("     the 10 above: %.1f of %.1f CPU-s; %d tasks in all" % (top, d["total_s"], len(d["tasks"])))
+PY
 done
 
 echo

@@ -20,6 +20,13 @@ CALLBACK_VERSION
 CALLBACK_TYPE
 CALLBACK_NAME
 TRANSFERS_FILES
+# ansible-core's callback hooks of benchmarks/callback_plugins/node_cpu.py (enabled by converge.sh), and its flag
+# that the callback runs only where ANSIBLE_CALLBACKS_ENABLED names it.
+CALLBACK_NEEDS_ENABLED
+v2_playbook_on_task_start
+v2_playbook_on_handler_task_start
+v2_playbook_on_play_start
+v2_playbook_on_stats
 
 # http.server (roles/pytorch_env/files/ddp_wheelhouse_index.py): the handler's and the server's attributes and hooks.
 server_version
