@@ -11,6 +11,8 @@ import types
 
 import pytest
 
+from checkout_env import checkout_env
+
 _PATH = pathlib.Path(__file__).resolve().parents[3] / "benchmarks" / "callback_plugins" / "node_cpu.py"
 _SPEC = importlib.util.spec_from_file_location("ddp_bench_node_cpu", _PATH)
 node_cpu = importlib.util.module_from_spec(_SPEC)
@@ -94,9 +96,9 @@ def test_under_ansible_playbook(tmp_path):
         "    - name: Spend nothing\n"
         "      ansible.builtin.debug:\n"
         "        msg: done\n" % counter)
-    env = dict(os.environ, DDP_NODE_CPU_CGROUPS="localhost=%s" % counter, DDP_NODE_CPU_OUT=str(out),
-               ANSIBLE_CALLBACK_PLUGINS=str(_PATH.parent), ANSIBLE_CALLBACKS_ENABLED="node_cpu",
-               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
+    env = checkout_env(DDP_NODE_CPU_CGROUPS="localhost=%s" % counter, DDP_NODE_CPU_OUT=str(out),
+                       ANSIBLE_CALLBACK_PLUGINS=str(_PATH.parent), ANSIBLE_CALLBACKS_ENABLED="node_cpu",
+                       ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
     run = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-c", "local",
                           "-i", "localhost,", "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook)],
                          env=env, capture_output=True, text=True, timeout=120, check=False)
