@@ -25,6 +25,9 @@ PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 NODES = ("ddp-mol1", "ddp-mol2")
 RUN_TIMEOUT = 120
 JOIN_TIMEOUT = 30
+# After the run's timeout: the benchmark role's poll interval (3 s) and the play's failure report, with room for a
+# loaded machine.
+POLL_AND_REPORT = 30
 
 
 pytestmark = pytest.mark.skipif(
@@ -93,6 +96,12 @@ def test_node_lost_mid_run_is_named_and_nothing_is_left(restart_mol2):
     assert proc.returncode != 0, out[-3000:]
     assert "The DDP benchmark" in out and "failed" in out, out[-3000:]
     assert re.search(r"- ddp-mol2: (node lost during the run|torchrun exited|still running)", out), out[-3000:]
-    assert failed_after < RUN_TIMEOUT, "the play took %.0f s after the stop (timeout %d s)" % (failed_after, RUN_TIMEOUT)
+    # Two ways the survivor's torchrun ends. Usually ddp-mol2's ranks exit on podman's SIGTERM and close their
+    # sockets, and Gloo on ddp-mol1 fails at once (about 20 s in all). When they do not exit within podman's 2 s
+    # (a loaded machine), podman kills them with their network namespace: no FIN reaches ddp-mol1, as when a
+    # host loses power, and its torchrun runs until the async limit, RUN_TIMEOUT after its launch (a few seconds
+    # before the stop). The play then needs one more poll (3 s) and its report: seen at 120.04 s after the stop.
+    assert failed_after < RUN_TIMEOUT + POLL_AND_REPORT, \
+        "the play took %.0f s after the stop (run timeout %d s)" % (failed_after, RUN_TIMEOUT)
     assert time.time() - start < RUN_TIMEOUT + 180
     assert bench_processes("ddp-mol1") == [], "left behind on ddp-mol1"
