@@ -38,28 +38,14 @@ args=(--sizes "1048576,4194304,16777216" --iters 20 --warmup 5 --backend gloo --
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
+# shellcheck source=benchmarks/lib/cgroup_cpu.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cgroup_cpu.sh"
 counters=()
 for n in "${nodes[@]}"; do
-  cg=$(podman inspect --format '{{.State.CgroupPath}}' "$n")
-  if [ -r "/sys/fs/cgroup/cpuacct$cg/cpuacct.usage" ]; then
-    counters+=("/sys/fs/cgroup/cpuacct$cg/cpuacct.usage")
-  elif [ -r "/sys/fs/cgroup$cg/cpu.stat" ]; then
-    counters+=("/sys/fs/cgroup$cg/cpu.stat")
-  else
-    echo "allreduce_launch.sh: cannot read $n's CPU counter under /sys/fs/cgroup (needs root)" >&2
-    exit 2
-  fi
+  counters+=("$(container_counter "$n")") ||
+    { echo "allreduce_launch.sh: cannot read $n's CPU counter under /sys/fs/cgroup (needs root)" >&2; exit 2; }
 done
-nodes_ns() {
-  local c total=0
-  for c in "${counters[@]}"; do
-    case "$c" in
-      */cpu.stat) total=$((total + $(awk '$1 == "usage_usec" { print $2 * 1000 }' "$c"))) ;;
-      *) total=$((total + $(cat "$c"))) ;;
-    esac
-  done
-  echo "$total"
-}
+nodes_ns() { counter_ns "${counters[@]}"; }
 
 run() {  # launch round -> "CPU-ms per node" on stdout; fails unless every node's run exits 0
   local launch=$1 round=$2 rank=0 n pids=() rc=0 before after

@@ -92,14 +92,17 @@ task_s() {
 
 # The controller's own cgroup: ansible-playbook is started in it, so its workers, ssh and the ssh ControlPersist
 # masters (which leave ansible's process tree) are counted, and nothing else that runs on this machine.
+# Its counter is read as the nodes' are (benchmarks/lib/cgroup_cpu.sh).
+# shellcheck source=benchmarks/lib/cgroup_cpu.sh
+. "$ROOT/benchmarks/lib/cgroup_cpu.sh"
 CTL_CGROUP=""
-CTL_CGROUP_KIND=""
+CTL_COUNTER=""
 if [ -w /sys/fs/cgroup/cpuacct ] && [ -e /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then
-  CTL_CGROUP_KIND=v1
   CTL_CGROUP=/sys/fs/cgroup/cpuacct/ddp-converge-$$
+  CTL_COUNTER=$CTL_CGROUP/cpuacct.usage
 elif [ -w /sys/fs/cgroup ] && [ -e /sys/fs/cgroup/cgroup.controllers ]; then
-  CTL_CGROUP_KIND=v2
   CTL_CGROUP=/sys/fs/cgroup/ddp-converge-$$
+  CTL_COUNTER=$CTL_CGROUP/cpu.stat
 fi
 if [ -n "$CTL_CGROUP" ] && ! mkdir "$CTL_CGROUP" 2>/dev/null; then
   CTL_CGROUP=""
@@ -144,37 +147,26 @@ run_site() {  # log [ansible-playbook args] -> prints seconds, fails unless ever
 # cgroups). Both read cpuacct.usage on cgroup v1, cpu.stat usage_usec on v2. Every node shares this machine's
 # cores, so a run's node CPU adds up here where real nodes would spend it in parallel. Without a cgroup of its
 # own, the controller's is the host's busy time (/proc/stat: user, nice, system, irq, softirq) less the nodes'.
-cgroup_ns() {  # cgroup path below the hierarchy (v1 cpuacct or v2) -> nanoseconds of CPU
-  if [ -r "/sys/fs/cgroup/cpuacct$1/cpuacct.usage" ]; then
-    cat "/sys/fs/cgroup/cpuacct$1/cpuacct.usage"
-  elif [ -r "/sys/fs/cgroup$1/cpu.stat" ]; then
-    awk '$1 == "usage_usec" { print $2 * 1000 }' "/sys/fs/cgroup$1/cpu.stat"
-  else
-    echo 0
-  fi
+node_counters() {  # the counter file of each running node of the cluster, one a line
+  local name
+  for name in $(podman ps --filter "label=ddp.cluster=$LABEL" --format '{{.Names}}'); do
+    container_counter "$name" || true
+  done
 }
 node_cgroups() {  # host=counter file,... of the cluster's nodes (benchmarks/callback_plugins/node_cpu.py reads it)
-  local id name cg spec=""
-  for id in $(podman ps --filter "label=ddp.cluster=$LABEL" --format '{{.ID}}'); do
-    name=$(podman inspect --format '{{.Name}}' "$id")
-    cg=$(podman inspect --format '{{.State.CgroupPath}}' "$id")
-    if [ -r "/sys/fs/cgroup/cpuacct$cg/cpuacct.usage" ]; then
-      spec="$spec${spec:+,}$name=/sys/fs/cgroup/cpuacct$cg/cpuacct.usage"
-    elif [ -r "/sys/fs/cgroup$cg/cpu.stat" ]; then
-      spec="$spec${spec:+,}$name=/sys/fs/cgroup$cg/cpu.stat"
-    fi
+  local name counter spec=""
+  for name in $(podman ps --filter "label=ddp.cluster=$LABEL" --format '{{.Names}}'); do
+    counter=$(container_counter "$name") && spec="$spec${spec:+,}$name=$counter"
   done
   echo "$spec"
 }
 cpu_now() {
-  local tck nodes=0 id ctl
+  local tck nodes ctl counters
   tck=$(getconf CLK_TCK)
-  for id in $(podman ps --filter "label=ddp.cluster=$LABEL" --format '{{.ID}}'); do
-    nodes=$((nodes + $(cgroup_ns "$(podman inspect --format '{{.State.CgroupPath}}' "$id")")))
-  done
+  mapfile -t counters < <(node_counters)
+  nodes=$(counter_ns "${counters[@]}")
   if [ -n "$CTL_CGROUP" ]; then
-    ctl=$(cgroup_ns "${CTL_CGROUP#/sys/fs/cgroup}")
-    [ "$CTL_CGROUP_KIND" = v2 ] || ctl=$(cgroup_ns "${CTL_CGROUP#/sys/fs/cgroup/cpuacct}")
+    ctl=$(counter_ns "$CTL_COUNTER")
     awk -v c="$ctl" -v nodes="$nodes" 'BEGIN { printf "%.1f %.1f", c / 1e9, nodes / 1e9 }'
   else
     awk -v tck="$tck" -v nodes="$nodes" \
@@ -298,7 +290,13 @@ awk -v n="$last" -v c="${CTL_CPU[$last]}" -v m="${MAIN_CPU[$last]}" -v f="$FORKS
   }
 }'
 # What stays behind: the last cluster, left for a look at its nodes (ssh -F .cache/local_cluster/ssh/ddp-local/config
-# ddp-node1) or another run.
+# ddp-node1, or .../ssh/<PREFIX>/config <PREFIX>1) or another run.
 last_n="${!#}"
-echo "converge.sh: left running: the local cluster of $last_n node(s) (containers ddp-node1..ddp-node$last_n, network" \
-     "ddp-local); make cluster-down removes it"
+if [ -n "$PREFIX" ]; then
+  echo "converge.sh: left running: the cluster $PREFIX of $last_n node(s) (containers ${PREFIX}1..$PREFIX$last_n," \
+       "network $PREFIX); $BIN/ansible-playbook playbooks/local_cluster.yml -e local_cluster_state=absent" \
+       "${CLUSTER_ARGS[*]} removes it"
+else
+  echo "converge.sh: left running: the local cluster of $last_n node(s) (containers ddp-node1..ddp-node$last_n," \
+       "network ddp-local); make cluster-down removes it"
+fi

@@ -29,25 +29,15 @@ for venv in "$@"; do
   [ -x "$venv/bin/ansible-playbook" ] || { echo "module_floor.sh: no $venv/bin/ansible-playbook" >&2; exit 2; }
 done
 
-cgroup=$(podman inspect --format '{{.State.CgroupPath}}' "$node" 2>/dev/null) ||
+podman container exists "$node" ||
   { echo "module_floor.sh: no container $node (make cluster starts the local cluster)" >&2; exit 2; }
 network=$(podman inspect --format '{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}' "$node" | awk '{ print $1 }')
 ssh_config="$ROOT/.cache/local_cluster/ssh/$network/config"
 [ -r "$ssh_config" ] || { echo "module_floor.sh: no $ssh_config (roles/local_cluster writes it)" >&2; exit 2; }
-if [ -r "/sys/fs/cgroup/cpuacct$cgroup/cpuacct.usage" ]; then
-  counter="/sys/fs/cgroup/cpuacct$cgroup/cpuacct.usage"
-elif [ -r "/sys/fs/cgroup$cgroup/cpu.stat" ]; then
-  counter="/sys/fs/cgroup$cgroup/cpu.stat"
-else
-  echo "module_floor.sh: cannot read $node's CPU counter under /sys/fs/cgroup (needs root)" >&2
-  exit 2
-fi
-cpu_ns() {
-  case "$counter" in
-    */cpu.stat) awk '$1 == "usage_usec" { print $2 * 1000 }' "$counter" ;;
-    *) cat "$counter" ;;
-  esac
-}
+# shellcheck source=benchmarks/lib/cgroup_cpu.sh
+. "$ROOT/benchmarks/lib/cgroup_cpu.sh"
+counter=$(container_counter "$node") ||
+  { echo "module_floor.sh: cannot read $node's CPU counter under /sys/fs/cgroup (needs root)" >&2; exit 2; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -72,10 +62,10 @@ for venv in "$@"; do
 done
 for _ in $(seq "$ROUNDS"); do
   for venv in "$@"; do
-    before=$(cpu_ns)
+    before=$(counter_ns "$counter")
     ANSIBLE_CONFIG="$work/ansible.cfg" "$venv/bin/ansible-playbook" -i "$work/inventory" "$work/ping.yml" \
       >"$work/run.log" 2>&1 || { cat "$work/run.log" >&2; exit 1; }
-    after=$(cpu_ns)
+    after=$(counter_ns "$counter")
     MS[$venv]="${MS[$venv]:-}$(awk -v a="$before" -v b="$after" -v n="$RUNS" 'BEGIN { printf " %.0f", (b - a) / n / 1e6 }')"
   done
 done
