@@ -143,16 +143,6 @@ run_site() {  # log [ansible-playbook args] -> prints seconds, fails unless ever
   awk -v a="$start" -v b="$end" 'BEGIN { printf "%.0f", b - a }'
 }
 
-# CPU seconds so far, as "controller nodes": the controller's cgroup (above) and the cluster's nodes' (their
-# cgroups). Both read cpuacct.usage on cgroup v1, cpu.stat usage_usec on v2. Every node shares this machine's
-# cores, so a run's node CPU adds up here where real nodes would spend it in parallel. Without a cgroup of its
-# own, the controller's is the host's busy time (/proc/stat: user, nice, system, irq, softirq) less the nodes'.
-node_counters() {  # the counter file of each running node of the cluster, one a line
-  local name
-  for name in $(podman ps --filter "label=ddp.cluster=$LABEL" --format '{{.Names}}'); do
-    container_counter "$name" || true
-  done
-}
 node_cgroups() {  # host=counter file,... of the cluster's nodes (benchmarks/callback_plugins/node_cpu.py reads it)
   local name counter spec=""
   for name in $(podman ps --filter "label=ddp.cluster=$LABEL" --format '{{.Names}}'); do
@@ -160,11 +150,16 @@ node_cgroups() {  # host=counter file,... of the cluster's nodes (benchmarks/cal
   done
   echo "$spec"
 }
+
+# CPU seconds so far, as "controller nodes": the controller's cgroup (above) and the cluster's nodes' (their
+# cgroups). Both read cpuacct.usage on cgroup v1, cpu.stat usage_usec on v2. Every node shares this machine's
+# cores, so a run's node CPU adds up here where real nodes would spend it in parallel. Without a cgroup of its
+# own, the controller's is the host's busy time (/proc/stat: user, nice, system, irq, softirq) less the nodes'.
 cpu_now() {
-  local tck nodes ctl counters
+  local tck nodes ctl pairs
   tck=$(getconf CLK_TCK)
-  mapfile -t counters < <(node_counters)
-  nodes=$(counter_ns "${counters[@]}")
+  IFS=, read -ra pairs <<<"$(node_cgroups)"
+  nodes=$(counter_ns "${pairs[@]#*=}")
   if [ -n "$CTL_CGROUP" ]; then
     ctl=$(counter_ns "$CTL_COUNTER")
     awk -v c="$ctl" -v nodes="$nodes" 'BEGIN { printf "%.1f %.1f", c / 1e9, nodes / 1e9 }'
