@@ -16,7 +16,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 APT_PACKAGES := podman runc debootstrap uidmap slirp4netns fuse-overlayfs iptables git iperf3 shellcheck
 
-.PHONY: demo test prefetch deps venv cluster cluster-down site converge-bench reference-install-bench find-bad-node lint sanity unit controller-torch docs collection-checks changelog-check galaxy-importer cluster-up cluster-tests reference-tests day2-tests controller-tests ansible-versions gpu-stack-test clean
+.PHONY: demo test prefetch deps venv cluster cluster-down site converge-bench reference-install-bench find-bad-node lint sanity unit controller-torch docs collection-checks changelog-check galaxy-importer cluster-up cluster-check cluster-tests cluster-tests-alone cluster-tests-late reference-tests day2-tests controller-tests ansible-versions gpu-stack-test clean
 
 demo: venv cluster site
 
@@ -128,21 +128,41 @@ cluster-up: venv
 	export MOLECULE_PROJECT_DIRECTORY=$(CURDIR); \
 	$(BIN)/molecule destroy -s local && $(BIN)/molecule syntax -s local && $(BIN)/molecule converge -s local
 
-# The rest of the Molecule scenario (idempotence, side effect, verify; after cluster-up unless
-# MOLECULE_CONVERGED=1 says it ran) leaves its two nodes running for the cluster tests, then they are destroyed
-# (destroy checks that no container or network is left), whatever the tests said. The 25 slowest tests are listed. The tests marked
-# reference_full run with make reference-tests, not here. The day-2 tests run here, their extra node made from a copy
-# of a converged one that keeps its training environment's stack folders (BLANK_KEEPS_ENV=1: no torch install on it;
-# the converge installed the stack on blank nodes already); make day2-tests wipes it whole.
+# The rest of the Molecule scenario on the converged nodes (idempotence, side effect, verify), nodes left running.
+# make test runs it in the background after cluster-up, during the static checks (tests/make_test.sh).
+cluster-check: venv
+	export MOLECULE_PROJECT_DIRECTORY=$(CURDIR); \
+	$(BIN)/molecule idempotence -s local && $(BIN)/molecule side-effect -s local && $(BIN)/molecule verify -s local
+
+# The cluster tests on the Molecule nodes (after cluster-up unless MOLECULE_CONVERGED=1 says it ran, and cluster-check
+# unless MOLECULE_CHECKED=1 says it ran), then the nodes are destroyed (destroy checks that no container or network is
+# left), whatever the tests said; CLUSTER_KEEP=1 leaves them running for a later cluster-tests. The 25 slowest tests
+# are listed. The tests marked reference_full run with make reference-tests, not here. The day-2 tests run here, their
+# extra node made from a copy of a converged one that keeps its training environment's stack folders
+# (BLANK_KEEPS_ENV=1: no torch install on it; the converge installed the stack on blank nodes already); make
+# day2-tests wipes it whole. make test runs them in two parts: LATE_TESTS (the node-loss tests, which mostly wait on
+# Slurm's timers, and the day-2 tests, which mostly wait on one ansible-playbook) with the gpu_stack scenario beside
+# them, after all the others, which run alone.
+DAY2_TESTS := tests/integration/test_day2_cluster.py tests/integration/test_day2_rolling.py
+LATE_TESTS := tests/integration/test_training_survives_a_node.py $(DAY2_TESTS)
 CLUSTER_TESTS ?= -m 'not reference_full' $(addprefix --ignore=,$(CONTROLLER_TESTS)) tests/integration
 BLANK_KEEPS_ENV ?= 1
 cluster-tests: venv
 	export MOLECULE_PROJECT_DIRECTORY=$(CURDIR); \
-	trap '$(BIN)/molecule destroy -s local' EXIT; \
+	$(if $(filter 1,$(CLUSTER_KEEP)),,trap '$(BIN)/molecule destroy -s local' EXIT;) \
 	{ [ "$(MOLECULE_CONVERGED)" = 1 ] || $(MAKE) --no-print-directory cluster-up; } \
-	  && $(BIN)/molecule idempotence -s local && $(BIN)/molecule side-effect -s local \
-	  && $(BIN)/molecule verify -s local && $(MAKE) --no-print-directory controller-torch \
+	  && { [ "$(MOLECULE_CHECKED)" = 1 ] || $(MAKE) --no-print-directory cluster-check; } \
+	  && $(MAKE) --no-print-directory controller-torch \
 	  && DDP_FAIL_ON_SKIP=1 DDP_IT_BLANK_KEEPS_ENV=$(BLANK_KEEPS_ENV) $(PY) -m pytest -q -rs --durations=25 $(CLUSTER_TESTS)
+
+# make test's cluster tests in two parts (tests/make_test.sh), on the nodes cluster-up and cluster-check made and
+# checked: all but LATE_TESTS, alone, the nodes left running; then LATE_TESTS, and the nodes destroyed.
+cluster-tests-alone: venv
+	$(MAKE) --no-print-directory cluster-tests CLUSTER_KEEP=1 \
+	  CLUSTER_TESTS="-m 'not reference_full' $(addprefix --ignore=,$(CONTROLLER_TESTS) $(LATE_TESTS)) tests/integration"
+
+cluster-tests-late: venv
+	$(MAKE) --no-print-directory cluster-tests CLUSTER_TESTS="-m 'not reference_full' $(LATE_TESTS)"
 
 # The reference stack's tests in full, on the Molecule nodes as in cluster-tests: also Horovod under mpirun across
 # both nodes, and a node that cannot start under mpirun or without its environment, which make test leaves out for
@@ -154,7 +174,6 @@ reference-tests: venv
 # The day-2 tests alone (README "Day 2": grow, replace, shrink, rolling maintenance, an environment switched under a
 # running job) on fresh Molecule nodes plus a node they add, as in cluster-tests, that node wiped whole (its torch
 # stack installed by the grow and replace runs). make test runs them too, the node keeping its stack folders.
-DAY2_TESTS := tests/integration/test_day2_cluster.py tests/integration/test_day2_rolling.py
 day2-tests: venv
 	$(MAKE) --no-print-directory cluster-tests MOLECULE_CONVERGED= CLUSTER_TESTS="$(DAY2_TESTS)" BLANK_KEEPS_ENV=0
 

@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # `make test`, phase by phase, with the time each phase took (printed at the end, also when a phase fails).
 #
-# The static checks (lint, sanity, unit, collection-checks, docs) and `make controller-tests` (the integration tests
-# that need no node: the real ansible-playbook against absent nodes, the collection tarball) run first, in the
-# foreground. Meanwhile, in the background: `make prefetch` makes what the container tests need and what is slow to
-# make on a new machine (the node image: debootstrap + podman build; the reference wheelhouse with its Horovod build,
-# tools/reference_wheelhouse.sh), cached outside the clone, keyed by their recipe and versions (seconds when cached);
-# then `make gpu-stack-test`, the gpu_stack Molecule scenario (one node and its package server, nothing the static
-# checks use), then `make cluster-up` (the local Molecule scenario's destroy, syntax, create and converge). The
-# foreground and the background each mostly keep one of the two cores busy, so side by side they take about the
-# time of the longer; controller-tests is in the foreground because that balances the two (measured: foreground
-# about 390 s without it, background about 590 s with it).
-# cluster-tests (MOLECULE_CONVERGED=1: idempotence, side effect, verify, then the cluster tests) starts once both
-# are done: its timed checks (throughput floors, timeouts) run alone.
-# A background part that failed stops the run here (.cache/prefetch.log: its end is printed; the logs of
-# gpu-stack-test and cluster-up, .cache/gpu-stack.log and .cache/cluster-up.log, are printed whole).
+# Three parts; in each, two streams side by side, each mostly keeping one of the two cores busy:
+# 1. The foreground runs the static checks (lint, sanity, unit, collection-checks, docs) and `make controller-tests`
+#    (the integration tests that need no node: the real ansible-playbook against absent nodes, the collection
+#    tarball). Meanwhile, in the background: `make prefetch` makes what the container tests need and what is slow to
+#    make on a new machine (the node image: debootstrap + podman build; the reference wheelhouse with its Horovod
+#    build, tools/reference_wheelhouse.sh), cached outside the clone, keyed by their recipe and versions (seconds when
+#    cached); then `make cluster-up` (the local Molecule scenario's destroy, syntax, create and converge) and `make
+#    cluster-check` (its idempotence, side effect and verify). Measured: foreground about 590 s, background about
+#    575 s.
+# 2. The cluster tests except LATE_TESTS (Makefile) run alone: their timed checks (throughput floors, timeouts) get
+#    the machine to themselves.
+# 3. LATE_TESTS (the node-loss tests, which mostly wait on Slurm's timers, 85 to 96 % idle here; the day-2 tests,
+#    which mostly wait on one ansible-playbook, about 50 % idle), with `make gpu-stack-test` (the gpu_stack Molecule
+#    scenario: one node of its own and its package server, on a network of its own) beside them in the background.
+#    Then the Molecule nodes are destroyed.
+# A failed phase stops the run (its background stopped, the Molecule nodes destroyed); the background's logs
+# (.cache/prefetch.log: its end; .cache/cluster-up.log and .cache/gpu-stack.log whole) are printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .cache
@@ -24,18 +27,25 @@ cluster_log=.cache/cluster-up.log
 background_times=.cache/background.times
 start=$(date +%s)
 times=()
+background_pid=
+cluster_made=
+
+destroy_cluster() {
+  MOLECULE_PROJECT_DIRECTORY=$PWD "${VENV:-.venv}/bin/molecule" destroy -s local >>"$cluster_log" 2>&1 || true
+}
 
 report() {
   local rc=$?
-  if [ -n "${background_pid:-}" ]; then
-    # A phase failed while the background ran: stop it, and remove the gpu_stack node should it have started.
+  if [ -n "$background_pid" ]; then
+    # A phase failed while a background stream ran: stop it, and remove the gpu_stack node should it have started.
     kill -- "-$background_pid" 2>/dev/null || true
     wait "$background_pid" 2>/dev/null || true
-    MOLECULE_PROJECT_DIRECTORY=$PWD "${VENV:-.venv}/bin/molecule" destroy -s gpu_stack >>"$gpu_log" 2>&1 || true
-    if [ -s "$cluster_log" ]; then
-      MOLECULE_PROJECT_DIRECTORY=$PWD "${VENV:-.venv}/bin/molecule" destroy -s local >>"$cluster_log" 2>&1 || true
+    if [ -s "$gpu_log" ]; then
+      MOLECULE_PROJECT_DIRECTORY=$PWD "${VENV:-.venv}/bin/molecule" destroy -s gpu_stack >>"$gpu_log" 2>&1 || true
     fi
   fi
+  # The Molecule nodes, until the last cluster-tests has destroyed them (also when a phase failed before).
+  if [ -n "$cluster_made" ]; then destroy_cluster; fi
   echo "make test: time per phase (s)"
   printf '  %s\n' "${times[@]}"
   printf '  %-30s %5d\n' total "$(($(date +%s) - start))"
@@ -44,55 +54,80 @@ report() {
 trap report EXIT
 
 phase() {
-  local t
+  local t rc=0
   t=$(date +%s)
-  make --no-print-directory "$1"
+  make --no-print-directory "$1" || rc=$?
   times+=("$(printf '%-30s %5d' "$1" "$(($(date +%s) - t))")")
+  return "$rc"
+}
+
+# Waits for the background stream; prints the logs named in "$@" (what it wrote), and stops make test when it failed.
+wait_background() {
+  local t rc=0 log
+  t=$(date +%s)
+  wait "$background_pid" || rc=$?
+  background_pid=
+  times+=("$(printf '%-30s %5d' "background (waited for)" "$(($(date +%s) - t))")")
+  while IFS= read -r line; do times+=("$line"); done <"$background_times"
+  : >"$background_times"
+  for log in "$@"; do
+    if [ -s "$log" ]; then
+      echo "make test: the background's log $log:"
+      cat "$log"
+    fi
+  done
+  if [ "$rc" -ne 0 ]; then
+    echo "make test: a phase in the background failed (its log is above; .cache/background.times lists those that ended)" >&2
+    if [ ! -s "$cluster_log" ] && [ -s "$prefetch_log" ]; then
+      echo "make test: make prefetch failed (the node image or the reference wheelhouse); the end of $prefetch_log:" >&2
+      tail -n 60 "$prefetch_log" >&2
+    fi
+    exit 1
+  fi
 }
 
 : >"$prefetch_log"
 : >"$gpu_log"
 : >"$cluster_log"
 : >"$background_times"
+cluster_made=1
 # Its own process group (setsid), so that a failed run stops the image build, the download or the scenario with it.
 # shellcheck disable=SC2016  # expanded by the inner bash
 setsid bash -c '
   set -e
   t=$(date +%s); make --no-print-directory prefetch >"$1" 2>&1
-  printf "%-30s %5d\n" "prefetch (background)" "$(($(date +%s) - t))" >>"$3"
-  t=$(date +%s); make --no-print-directory gpu-stack-test >"$2" 2>&1
-  printf "%-30s %5d\n" "gpu-stack-test (background)" "$(($(date +%s) - t))" >>"$3"
-  t=$(date +%s); make --no-print-directory cluster-up >"$4" 2>&1
-  printf "%-30s %5d\n" "cluster-up (background)" "$(($(date +%s) - t))" >>"$3"' \
-  background "$prefetch_log" "$gpu_log" "$background_times" "$cluster_log" &
+  printf "%-30s %5d\n" "prefetch (background)" "$(($(date +%s) - t))" >>"$2"
+  t=$(date +%s); make --no-print-directory cluster-up >"$3" 2>&1
+  printf "%-30s %5d\n" "cluster-up (background)" "$(($(date +%s) - t))" >>"$2"
+  t=$(date +%s); make --no-print-directory cluster-check >>"$3" 2>&1
+  printf "%-30s %5d\n" "cluster-check (background)" "$(($(date +%s) - t))" >>"$2"' \
+  background "$prefetch_log" "$background_times" "$cluster_log" &
 background_pid=$!
 
 for p in lint sanity unit collection-checks docs controller-tests; do phase "$p"; done
+wait_background "$cluster_log"
 
-t=$(date +%s)
-background_rc=0
-wait "$background_pid" || background_rc=$?
-background_pid=
-times+=("$(printf '%-30s %5d' "background (waited for)" "$(($(date +%s) - t))")")
-while IFS= read -r line; do times+=("$line"); done <"$background_times"
-for part in gpu-stack-test:"$gpu_log" cluster-up:"$cluster_log"; do
-  if [ -s "${part#*:}" ]; then
-    echo "make test: make ${part%%:*} (in the background, during the static checks):"
-    cat "${part#*:}"
+export MOLECULE_CONVERGED=1 MOLECULE_CHECKED=1
+# A failed part still lets the next run (as one pytest session would have) and fails make test at the end.
+alone_rc=0
+phase cluster-tests-alone || alone_rc=$?
+
+# shellcheck disable=SC2016  # expanded by the inner bash
+setsid bash -c '
+  set -e
+  t=$(date +%s); make --no-print-directory gpu-stack-test >"$1" 2>&1
+  printf "%-30s %5d\n" "gpu-stack-test (background)" "$(($(date +%s) - t))" >>"$2"' \
+  background "$gpu_log" "$background_times" &
+background_pid=$!
+late_rc=0
+phase cluster-tests-late || late_rc=$?
+cluster_made=
+wait_background "$gpu_log"
+failed=0
+for part in alone:$alone_rc late:$late_rc; do
+  if [ "${part#*:}" -ne 0 ]; then
+    echo "make test: make cluster-tests-${part%%:*} failed (its output is above)" >&2
+    failed=1
   fi
 done
-if [ "$background_rc" -ne 0 ]; then
-  if [ -s "$cluster_log" ]; then
-    echo "make test: make cluster-up failed (its output is above, also in $cluster_log)" >&2
-    MOLECULE_PROJECT_DIRECTORY=$PWD "${VENV:-.venv}/bin/molecule" destroy -s local >>"$cluster_log" 2>&1 || true
-  elif [ -s "$gpu_log" ]; then
-    echo "make test: make gpu-stack-test failed (its log is above, also in $gpu_log)" >&2
-  else
-    echo "make test: make prefetch failed (the node image or the reference wheelhouse); the end of $prefetch_log:" >&2
-    tail -n 60 "$prefetch_log" >&2
-  fi
-  exit 1
-fi
-
-export MOLECULE_CONVERGED=1
-phase cluster-tests
+if [ "$failed" -ne 0 ]; then exit 1; fi
