@@ -152,6 +152,18 @@ def test_the_role_installs_every_module_util_the_program_imports():
     assert sorted(installed) == sorted(name.replace(".", "/") + ".py" for name in wanted)
 
 
+def test_the_packed_library_unpacks_as_the_role_wants():
+    """The role packs these files on the controller and unpacks them on a node with mode u=rwX,go=rX: its archive
+    names members from plugins/module_utils only when a file lies directly in it (their common folder; the role
+    checks arcroot too), and X would keep an execute bit, which the role's wanted 0644 would then see as a change
+    on every run."""
+    with open(os.path.join(ROOT, "roles", "node_health", "vars", "main.yml")) as handle:
+        installed = yaml.safe_load(handle)["__node_health_module_utils"]
+    assert [name for name in installed if "/" not in name]
+    executable = [name for name in installed if os.stat(os.path.join(MODULE_UTILS, name)).st_mode & 0o111]
+    assert executable == []
+
+
 def test_a_crash_exits_2_never_1(tmp_path, capsys, monkeypatch):
     """Exit 1 means "remove the node": a bug of the program itself must not say that."""
     def boom(*_args, **_kwargs):
