@@ -108,8 +108,7 @@ controller-torch: venv
 
 # The tests of tests/integration that need neither a node nor torch: the real ansible-playbook against absent
 # nodes (refused on the controller before any contact) and the collection tarball as users install it. make test
-# runs them after the static checks, while the background makes the cluster (tests/make_test.sh); cluster-tests
-# runs the rest.
+# runs them beside the late cluster tests (tests/make_test.sh); cluster-tests runs the rest.
 CONTROLLER_TESTS := $(addprefix tests/integration/,test_validate_refusals.py test_validate_classes.py \
                                                    test_preflight_refusals.py test_collection_tarball.py)
 
@@ -118,7 +117,8 @@ controller-tests: venv
 
 # ansible-test sanity and the unit tests on the oldest ansible-core the collection claims and on the newest on
 # PyPI (tests/ansible_versions.txt), each in its own venv made once under ~/.cache/ddp-cluster (the Python each
-# needs: tests/ansible_versions.sh). Outside make test (about 7 minutes here, more than make test can spare).
+# needs: tests/ansible_versions.sh). About 7 minutes here with the venvs made, 5 once they are; make test runs it
+# beside the late cluster tests (tests/make_test.sh).
 ansible-versions: venv
 	tests/ansible_versions.sh
 

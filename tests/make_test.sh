@@ -2,27 +2,30 @@
 # `make test`, phase by phase, with the time each phase took (printed at the end, also when a phase fails).
 #
 # Three parts; in each, two streams side by side, each mostly keeping one of the two cores busy:
-# 1. The foreground runs the static checks (lint, sanity, unit, collection-checks, docs) and `make controller-tests`
-#    (the integration tests that need no node: the real ansible-playbook against absent nodes, the collection
-#    tarball). Meanwhile, in the background: `make prefetch` makes what the container tests need and what is slow to
-#    make on a new machine (the node image: debootstrap + podman build; the reference wheelhouse with its Horovod
-#    build, tools/reference_wheelhouse.sh), cached outside the clone, keyed by their recipe and versions (seconds when
-#    cached); then `make cluster-up` (the local Molecule scenario's destroy, syntax, create and converge) and `make
-#    cluster-check` (its idempotence, side effect and verify). Measured: foreground about 590 s, background about
-#    575 s.
+# 1. The foreground runs the static checks that fail most often (lint, sanity, unit). Meanwhile, in the background:
+#    `make prefetch` makes what the container tests need and what is slow to make on a new machine (the node image:
+#    debootstrap + podman build; the reference wheelhouse with its Horovod build, tools/reference_wheelhouse.sh),
+#    cached outside the clone, keyed by their recipe and versions (seconds when cached); then `make cluster-up` (the
+#    local Molecule scenario's destroy, syntax, create and converge) and `make cluster-check` (its idempotence, side
+#    effect and verify), the longer of the two streams.
 # 2. The cluster tests except LATE_TESTS (Makefile) run alone: their timed checks (throughput floors, timeouts) get
 #    the machine to themselves.
-# 3. LATE_TESTS (the node-loss tests, which mostly wait on Slurm's timers, 85 to 96 % idle here; the day-2 tests,
-#    which mostly wait on one ansible-playbook, about 50 % idle), with `make gpu-stack-test` (the gpu_stack Molecule
-#    scenario: one node of its own and its package server, on a network of its own) beside them in the background.
-#    Then the Molecule nodes are destroyed.
-# A failed phase stops the run (its background stopped, the Molecule nodes destroyed); the background's logs
-# (.cache/prefetch.log: its end; .cache/cluster-up.log and .cache/gpu-stack.log whole) are printed.
+# 3. LATE_TESTS (the node-loss tests, which mostly wait on Slurm's timers; the day-2 tests, which mostly wait on one
+#    ansible-playbook; the machine about 60 % idle during them), with the checks that need no Molecule node beside
+#    them in the background, one after the other: `make gpu-stack-test` (the gpu_stack Molecule scenario: a node of
+#    its own and its package server, on a network of its own), collection-checks, docs, controller-tests (the
+#    integration tests that need no node: the real ansible-playbook against absent nodes, the collection tarball) and
+#    ansible-versions (sanity and the unit tests on the oldest ansible-core the collection claims and the newest).
+#    Each of these runs even when one before it failed; their output is printed once they are done. Then the
+#    Molecule nodes are destroyed.
+# A failed phase of the foreground stops the run (its background stopped, the Molecule nodes destroyed); a failed
+# part of a background stream stops the run once the foreground is done. The background's logs are printed (.cache/:
+# prefetch.log its end; cluster-up.log, and the late checks' logs, whole).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .cache
 prefetch_log=.cache/prefetch.log
-gpu_log=.cache/gpu-stack.log
+gpu_log=.cache/late-gpu-stack-test.log
 cluster_log=.cache/cluster-up.log
 background_times=.cache/background.times
 start=$(date +%s)
@@ -87,7 +90,7 @@ wait_background() {
 }
 
 : >"$prefetch_log"
-: >"$gpu_log"
+rm -f .cache/late-*.log
 : >"$cluster_log"
 : >"$background_times"
 cluster_made=1
@@ -104,7 +107,7 @@ setsid bash -c '
   background "$prefetch_log" "$background_times" "$cluster_log" &
 background_pid=$!
 
-for p in lint sanity unit collection-checks docs controller-tests; do phase "$p"; done
+for p in lint sanity unit; do phase "$p"; done
 wait_background "$cluster_log"
 
 export MOLECULE_CONVERGED=1 MOLECULE_CHECKED=1
@@ -114,15 +117,18 @@ phase cluster-tests-alone || alone_rc=$?
 
 # shellcheck disable=SC2016  # expanded by the inner bash
 setsid bash -c '
-  set -e
-  t=$(date +%s); make --no-print-directory gpu-stack-test >"$1" 2>&1
-  printf "%-30s %5d\n" "gpu-stack-test (background)" "$(($(date +%s) - t))" >>"$2"' \
-  background "$gpu_log" "$background_times" &
+  rc=0
+  for p in gpu-stack-test collection-checks docs controller-tests ansible-versions; do
+    t=$(date +%s); make --no-print-directory "$p" >".cache/late-$p.log" 2>&1 || { rc=1; echo "$p: FAILED" >>".cache/late-$p.log"; }
+    printf "%-30s %5d\n" "$p (background)" "$(($(date +%s) - t))" >>"$1"
+  done
+  exit "$rc"' \
+  background "$background_times" &
 background_pid=$!
 late_rc=0
 phase cluster-tests-late || late_rc=$?
 cluster_made=
-wait_background "$gpu_log"
+wait_background .cache/late-{gpu-stack-test,collection-checks,docs,controller-tests,ansible-versions}.log
 failed=0
 for part in alone:$alone_rc late:$late_rc; do
   if [ "${part#*:}" -ne 0 ]; then
