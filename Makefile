@@ -140,9 +140,9 @@ cluster-check: venv
 # are listed. The tests marked reference_full run with make reference-tests, not here. The day-2 tests run here, their
 # extra node made from a copy of a converged one that keeps its training environment's stack folders
 # (BLANK_KEEPS_ENV=1: no torch install on it; the converge installed the stack on blank nodes already); make
-# day2-tests wipes it whole. make test runs them in two parts: LATE_TESTS (the node-loss tests, which mostly wait on
-# Slurm's timers, and the day-2 tests, which mostly wait on one ansible-playbook) with the gpu_stack scenario beside
-# them, after all the others, which run alone.
+# day2-tests wipes it whole. make test runs them in two parts: all but LATE_TESTS alone, then LATE_TESTS (the node-loss
+# tests, which mostly wait on Slurm's timers, and the day-2 tests, which mostly wait on one ansible-playbook) with the
+# checks that need no Molecule node beside them (tests/make_test.sh).
 DAY2_TESTS := tests/integration/test_day2_cluster.py tests/integration/test_day2_rolling.py
 LATE_TESTS := tests/integration/test_training_survives_a_node.py $(DAY2_TESTS)
 CLUSTER_TESTS ?= -m 'not reference_full' $(addprefix --ignore=,$(CONTROLLER_TESTS)) tests/integration

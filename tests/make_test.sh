@@ -19,23 +19,17 @@
 #    Each of these runs even when one before it failed; their output is printed once they are done. Then the
 #    Molecule nodes are destroyed.
 # A failed phase of the foreground stops the run (its background stopped, the Molecule nodes destroyed); a failed
-# part of a background stream stops the run once the foreground is done. The background's logs are printed (.cache/:
-# prefetch.log its end; cluster-up.log, and the late checks' logs, whole).
+# part of a background stream stops the run once the foreground is done. The background's logs (.cache/bg-*.log)
+# are printed once it is done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .cache
-prefetch_log=.cache/prefetch.log
-gpu_log=.cache/late-gpu-stack-test.log
-cluster_log=.cache/cluster-up.log
 background_times=.cache/background.times
 start=$(date +%s)
 times=()
 background_pid=
+background_targets=()
 cluster_made=
-
-destroy_cluster() {
-  MOLECULE_PROJECT_DIRECTORY=$PWD "${VENV:-.venv}/bin/molecule" destroy -s local >>"$cluster_log" 2>&1 || true
-}
 
 report() {
   local rc=$?
@@ -43,12 +37,15 @@ report() {
     # A phase failed while a background stream ran: stop it, and remove the gpu_stack node should it have started.
     kill -- "-$background_pid" 2>/dev/null || true
     wait "$background_pid" 2>/dev/null || true
-    if [ -s "$gpu_log" ]; then
-      MOLECULE_PROJECT_DIRECTORY=$PWD "${VENV:-.venv}/bin/molecule" destroy -s gpu_stack >>"$gpu_log" 2>&1 || true
+    if [ -e .cache/bg-gpu-stack-test.log ]; then
+      MOLECULE_PROJECT_DIRECTORY=$PWD "${VENV:-.venv}/bin/molecule" destroy -s gpu_stack \
+        >>.cache/bg-gpu-stack-test.log 2>&1 || true
     fi
   fi
   # The Molecule nodes, until the last cluster-tests has destroyed them (also when a phase failed before).
-  if [ -n "$cluster_made" ]; then destroy_cluster; fi
+  if [ -n "$cluster_made" ]; then
+    MOLECULE_PROJECT_DIRECTORY=$PWD "${VENV:-.venv}/bin/molecule" destroy -s local >>.cache/cluster-destroy.log 2>&1 || true
+  fi
   echo "make test: time per phase (s)"
   printf '  %s\n' "${times[@]}"
   printf '  %-30s %5d\n' total "$(($(date +%s) - start))"
@@ -64,71 +61,77 @@ phase() {
   return "$rc"
 }
 
-# Waits for the background stream; prints the logs named in "$@" (what it wrote), and stops make test when it failed.
+# Starts the make targets MODE TARGET... one after the other in the background, in a process group of their own
+# (setsid: a failed run stops the image build, the download or the scenario with them). MODE stop: a failed target
+# ends the stream (those after it need it); MODE all: every target runs. Each target's output goes to
+# .cache/bg-TARGET.log, ending with "make TARGET: FAILED" when it failed; its time to $background_times.
+background() {
+  local mode=$1
+  shift
+  background_targets=("$@")
+  # shellcheck disable=SC2016  # expanded by the inner bash
+  setsid bash -c '
+    mode=$1 times=$2 rc=0
+    shift 2
+    for p in "$@"; do
+      t=$(date +%s)
+      make --no-print-directory "$p" >".cache/bg-$p.log" 2>&1 || { rc=1; echo "make $p: FAILED" >>".cache/bg-$p.log"; }
+      printf "%-30s %5d\n" "$p (background)" "$(($(date +%s) - t))" >>"$times"
+      if [ "$rc" -ne 0 ] && [ "$mode" = stop ]; then break; fi
+    done
+    exit "$rc"' background "$mode" "$background_times" "$@" &
+  background_pid=$!
+}
+
+# Waits for the background stream and prints its targets' logs (the last 200 lines of a longer one: a new machine's
+# image build and Horovod build); stops make test when a target failed, naming it.
 wait_background() {
-  local t rc=0 log
+  local t rc=0 p log
   t=$(date +%s)
   wait "$background_pid" || rc=$?
   background_pid=
   times+=("$(printf '%-30s %5d' "background (waited for)" "$(($(date +%s) - t))")")
   while IFS= read -r line; do times+=("$line"); done <"$background_times"
   : >"$background_times"
-  for log in "$@"; do
-    if [ -s "$log" ]; then
-      echo "make test: the background's log $log:"
+  for p in "${background_targets[@]}"; do
+    log=.cache/bg-$p.log
+    [ -s "$log" ] || continue
+    if [ "$(wc -l <"$log")" -gt 400 ]; then
+      echo "make test: make $p (in the background), the last 200 lines of $log:"
+      tail -n 200 "$log"
+    else
+      echo "make test: make $p (in the background), $log:"
       cat "$log"
     fi
   done
   if [ "$rc" -ne 0 ]; then
-    echo "make test: a phase in the background failed (its log is above; .cache/background.times lists those that ended)" >&2
-    if [ ! -s "$cluster_log" ] && [ -s "$prefetch_log" ]; then
-      echo "make test: make prefetch failed (the node image or the reference wheelhouse); the end of $prefetch_log:" >&2
-      tail -n 60 "$prefetch_log" >&2
-    fi
+    for p in "${background_targets[@]}"; do
+      log=.cache/bg-$p.log
+      if [ -s "$log" ] && [ "$(tail -n 1 "$log")" = "make $p: FAILED" ]; then
+        echo "make test: make $p failed in the background (its log is above, whole in $log)" >&2
+      fi
+    done
     exit 1
   fi
 }
 
-: >"$prefetch_log"
-rm -f .cache/late-*.log
-: >"$cluster_log"
+rm -f .cache/bg-*.log .cache/cluster-destroy.log
 : >"$background_times"
 cluster_made=1
-# Its own process group (setsid), so that a failed run stops the image build, the download or the scenario with it.
-# shellcheck disable=SC2016  # expanded by the inner bash
-setsid bash -c '
-  set -e
-  t=$(date +%s); make --no-print-directory prefetch >"$1" 2>&1
-  printf "%-30s %5d\n" "prefetch (background)" "$(($(date +%s) - t))" >>"$2"
-  t=$(date +%s); make --no-print-directory cluster-up >"$3" 2>&1
-  printf "%-30s %5d\n" "cluster-up (background)" "$(($(date +%s) - t))" >>"$2"
-  t=$(date +%s); make --no-print-directory cluster-check >>"$3" 2>&1
-  printf "%-30s %5d\n" "cluster-check (background)" "$(($(date +%s) - t))" >>"$2"' \
-  background "$prefetch_log" "$background_times" "$cluster_log" &
-background_pid=$!
-
+background stop prefetch cluster-up cluster-check
 for p in lint sanity unit; do phase "$p"; done
-wait_background "$cluster_log"
+wait_background
 
 export MOLECULE_CONVERGED=1 MOLECULE_CHECKED=1
 # A failed part still lets the next run (as one pytest session would have) and fails make test at the end.
 alone_rc=0
 phase cluster-tests-alone || alone_rc=$?
 
-# shellcheck disable=SC2016  # expanded by the inner bash
-setsid bash -c '
-  rc=0
-  for p in gpu-stack-test collection-checks docs controller-tests ansible-versions; do
-    t=$(date +%s); make --no-print-directory "$p" >".cache/late-$p.log" 2>&1 || { rc=1; echo "$p: FAILED" >>".cache/late-$p.log"; }
-    printf "%-30s %5d\n" "$p (background)" "$(($(date +%s) - t))" >>"$1"
-  done
-  exit "$rc"' \
-  background "$background_times" &
-background_pid=$!
+background all gpu-stack-test collection-checks docs controller-tests ansible-versions
 late_rc=0
 phase cluster-tests-late || late_rc=$?
 cluster_made=
-wait_background .cache/late-{gpu-stack-test,collection-checks,docs,controller-tests,ansible-versions}.log
+wait_background
 failed=0
 for part in alone:$alone_rc late:$late_rc; do
   if [ "${part#*:}" -ne 0 ]; then
