@@ -14,6 +14,12 @@ description:
     --nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HOST:PORT --rdzv-id ID --rdzv-conf join_timeout=T)
     on this node. Ansible runs the module on every node of the play in parallel, so all nodes join one
     rendezvous; run it with C(strategy: free) or the default linear strategy and enough C(forks) for every node."
+  - "With one process per node and O(node_rank) given (O(launcher=auto)), the script runs as that one process
+    instead, with torchrun's variables set by the module (C(RANK) = C(GROUP_RANK) = O(node_rank),
+    C(WORLD_SIZE) = O(nnodes), C(MASTER_ADDR) and C(MASTER_PORT) from O(rdzv_endpoint)): rank 0 hosts the c10d
+    TCPStore at O(rdzv_endpoint) and waits O(join_timeout) for the other ranks. No torchrun agent runs, which
+    saves one torch import per node (about 1.3 CPU-seconds per node on the local CPU nodes,
+    C(benchmarks/allreduce_launch.sh))."
   - The script times C(torch.distributed.all_reduce) of float32 tensors over O(sizes) after O(warmup)
     calls, takes the slowest rank's mean time over O(iterations) calls, and reports
     algbw = bytes / time and busbw = algbw x 2(n-1)/n (the all-reduce factor of nccl-tests
@@ -38,6 +44,21 @@ options:
         else C(<python_env>/bin/python -m torch.distributed.run).
     type: path
     default: /opt/ddp/venv
+  launcher:
+    description:
+      - How O(mode=torch) starts the script. V(torchrun) under torchrun's agent and c10d rendezvous; V(direct) as
+        one process per node without an agent (needs O(node_rank) and O(nproc_per_node=1)); V(auto) is V(direct)
+        where both hold, else V(torchrun).
+      - With V(direct), the node with O(node_rank=0) must be the host O(rdzv_endpoint) names (its address is
+        bound on this node), since that process hosts the store; elsewhere it is C(NCCL_RUN_FAILED) and nothing runs.
+    type: str
+    choices: [auto, torchrun, direct]
+    default: auto
+  node_rank:
+    description:
+      - This node's rank among the O(nnodes) nodes (0 to O(nnodes) - 1, each node its own), for O(launcher=direct);
+        0 on the node O(rdzv_endpoint) names. Not set, O(launcher=auto) uses torchrun, which ranks the nodes itself.
+    type: int
   script:
     description:
       - The all-reduce script torchrun runs with O(mode=torch), an absolute path on the node. Not set,
@@ -93,7 +114,9 @@ options:
     type: int
     default: 300
   join_timeout:
-    description: Seconds torchrun waits for all O(nnodes) nodes to join the rendezvous.
+    description:
+      - Seconds torchrun waits for all O(nnodes) nodes to join the rendezvous; with O(launcher=direct), seconds rank 0's
+        store waits for every other rank to connect, and each other rank for rank 0's store.
     type: int
     default: 120
   min_busbw_gbps:
@@ -145,9 +168,9 @@ author:
 extends_documentation_fragment:
   - ddp.cluster.health
 notes:
-  - Every node of the run must run the module at the same time with the same O(rdzv_endpoint), O(rdzv_id)
-    and O(nnodes); a node that does not join within O(join_timeout) fails every node's task with
-    C(NCCL_RENDEZVOUS_FAILED).
+  - Every node of the run must run the module at the same time with the same O(rdzv_endpoint), O(rdzv_id),
+    O(nnodes) and O(launcher) (and, with V(direct), each its own O(node_rank)); a node that does not join within
+    O(join_timeout) fails every node's task with C(NCCL_RENDEZVOUS_FAILED).
   - Privilege is Ansible's C(become); the module has no user option.
 attributes:
   check_mode:
@@ -176,10 +199,11 @@ EXAMPLES = r"""
     expected_transport: IB
   register: nccl
 
-- name: Gloo on the CPU-only local cluster, report only
+- name: Gloo on the CPU-only local cluster, report only, one process per node without torchrun's agent
   ddp.cluster.nccl_health:
     rdzv_endpoint: "ddp-node1:29510"
     nnodes: 3
+    node_rank: "{{ ['ddp-node1', 'ddp-node2', 'ddp-node3'].index(inventory_hostname) }}"
     fail_on: never
 
 - name: Run the all-reduce with a script kept outside the environment (a python_env not made by pytorch_env)
@@ -260,6 +284,11 @@ hosts:
   returned: always
   type: dict
   sample: {"gpu1": [0, 1, 2, 3], "gpu2": [4, 5, 6, 7]}
+launcher:
+  description: With O(mode=torch), how the script was started (or would be in check mode), V(torchrun) or V(direct).
+  returned: mode is torch
+  type: str
+  sample: direct
 command:
   description: The command run (or that would run in check mode).
   returned: always
@@ -331,6 +360,25 @@ def run_bounded(module, argv, env_update, cwd, timeout):
     return rc, "%s\n%s" % (out or "", err or ""), timed_out
 
 
+def address_is_local(host):
+    """I/O edge: whether ``host`` resolves to an address of this node (one that a socket can bind), as rank 0 of a
+    direct launch must, since it hosts the store there. Unresolvable: False."""
+    try:
+        infos = socket.getaddrinfo(host, None, 0, socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        return False
+    for family, socktype, proto, _name, address in infos:
+        sock = socket.socket(family, socktype, proto)
+        try:
+            sock.bind((address[0], 0) + tuple(address[2:]))
+            return True
+        except OSError:
+            continue
+        finally:
+            sock.close()
+    return False
+
+
 def torchrun_prefix(python_env):
     """torchrun of the env, else its python -m torch.distributed.run; None when neither exists."""
     torchrun = os.path.join(python_env, "bin", "torchrun")
@@ -367,6 +415,8 @@ def build_module():
             script=dict(type="path"),
             rdzv_endpoint=dict(type="str"),
             rdzv_id=dict(type="str", default="ddp-nccl-health"),
+            launcher=dict(type="str", choices=list(nh.LAUNCHERS), default="auto"),
+            node_rank=dict(type="int"),
             nnodes=dict(type="int", default=1),
             nproc_per_node=dict(type="int", default=1),
             sizes=dict(type="list", elements="int", default=list(nh.DEFAULT_SIZES)),
@@ -405,6 +455,12 @@ def validate(module):
         host, _sep, port = params["rdzv_endpoint"].rpartition(":")
         if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
             module.fail_json(msg="rdzv_endpoint must be HOST:PORT, got %r" % params["rdzv_endpoint"])
+    if params["node_rank"] is not None and not 0 <= params["node_rank"] < params["nnodes"]:
+        module.fail_json(msg="node_rank must be 0 to nnodes - 1 (%d), got %d" % (params["nnodes"] - 1, params["node_rank"]))
+    if params["launcher"] == "direct" and (params["node_rank"] is None or params["nproc_per_node"] != 1):
+        module.fail_json(msg="launcher direct runs one process per node: it needs node_rank and nproc_per_node 1 "
+                             "(got node_rank %s, nproc_per_node %d); use launcher torchrun or auto"
+                         % (params["node_rank"], params["nproc_per_node"]))
 
 
 def finish(module, problems, facts, command, output=None):
@@ -468,37 +524,56 @@ def main():
         facts["busbw_floor"] = floor
         finish(module, problems, facts, command, output)
 
-    prefix = torchrun_prefix(params["python_env"])
+    launcher = nh.choose_launcher(params["launcher"], params["nproc_per_node"], params["node_rank"])
+    python = os.path.join(params["python_env"], "bin", "python")
+    if launcher == "direct":
+        prefix = [python] if os.access(python, os.X_OK) else None
+    else:
+        prefix = torchrun_prefix(params["python_env"])
     script = params["script"] or nh.default_script(params["python_env"])
-    script_args = nh.script_argv(params["sizes"], params["iterations"], params["warmup"], params["backend"],
-                                 params["timeout"], os.path.join("<tmpdir>", "result.json"))
-    command = nh.torchrun_argv(prefix or [os.path.join(params["python_env"], "bin", "torchrun")], params["nnodes"],
-                               params["nproc_per_node"], params["rdzv_endpoint"], params["rdzv_id"],
-                               params["join_timeout"], script, script_args)
+
+    def torch_command(output_path):
+        script_args = nh.script_argv(params["sizes"], params["iterations"], params["warmup"], params["backend"],
+                                     params["timeout"], output_path)
+        if launcher == "direct":
+            return nh.direct_argv(python, script, script_args, params["join_timeout"])
+        return nh.torchrun_argv(prefix or [os.path.join(params["python_env"], "bin", "torchrun")], params["nnodes"],
+                                params["nproc_per_node"], params["rdzv_endpoint"], params["rdzv_id"],
+                                params["join_timeout"], script, script_args)
+
+    command = torch_command(os.path.join("<tmpdir>", "result.json"))
+    launched = {"launcher": launcher}
     if module.check_mode:
         problems = nh.check_nccl_env(env_to_check, None, subject) + (
             nh.check_socket_ifname(env_to_check, interfaces, subject) if interfaces else [])
-        finish(module, problems, nh._empty_facts(), command)
+        finish(module, problems, dict(nh._empty_facts(), **launched), command)
     problems = []
     if prefix is None:
         problems.append(diagnosis.problem(
-            "NCCL_RUN_FAILED", "error", subject, "no torchrun or python in %s" % params["python_env"],
+            "NCCL_RUN_FAILED", "error", subject,
+            "no %s in %s" % ("python" if launcher == "direct" else "torchrun or python", params["python_env"]),
             "install the PyTorch environment (pytorch_env role) or point python_env at it"))
     if not os.path.isfile(script):
         problems.append(diagnosis.problem(
             "NCCL_RUN_FAILED", "error", subject, "the all-reduce script %s does not exist (or is not a file)" % script,
             "install the PyTorch environment (pytorch_env role) or set script"))
+    env_update = build_env(params)
+    if launcher == "direct":
+        env_update.update(nh.direct_env(params["node_rank"], params["nnodes"], params["rdzv_endpoint"]))
+        if params["node_rank"] == 0 and not address_is_local(env_update["MASTER_ADDR"]):
+            problems.append(diagnosis.problem(
+                "NCCL_RUN_FAILED", "error", subject,
+                "node_rank 0 hosts the store at %s, but %s is not an address of this node"
+                % (params["rdzv_endpoint"], env_update["MASTER_ADDR"]),
+                "give node_rank 0 to the node rdzv_endpoint names (the head), or use launcher torchrun"))
     if problems:
-        finish(module, problems, nh._empty_facts(), command)
+        finish(module, problems, dict(nh._empty_facts(), **launched), command)
 
     tmpdir = tempfile.mkdtemp(prefix="ddp-nccl-health-")
     try:
         output_path = os.path.join(tmpdir, "result.json")
-        script_args = nh.script_argv(params["sizes"], params["iterations"], params["warmup"], params["backend"],
-                                     params["timeout"], output_path)
-        command = nh.torchrun_argv(prefix, params["nnodes"], params["nproc_per_node"], params["rdzv_endpoint"],
-                                   params["rdzv_id"], params["join_timeout"], script, script_args)
-        rc, output, timed_out = run_bounded(module, command, build_env(params), tmpdir, params["timeout"])
+        command = torch_command(output_path)
+        rc, output, timed_out = run_bounded(module, command, env_update, tmpdir, params["timeout"])
         data = None
         if rc == 0 and not timed_out:
             try:
@@ -509,8 +584,8 @@ def main():
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
     problems, facts = nh.diagnose_torch_run(rc, output, data, subject, params["rdzv_endpoint"],
-                                            timed_out=timed_out, **common)
-    finish(module, problems, facts, command, output)
+                                            timed_out=timed_out, launcher=launcher, **common)
+    finish(module, problems, dict(facts, **launched), command, output)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Run nccl_health's all-reduce script (roles/pytorch_env/files/ddp_nccl_allreduce.py) for real: 2 CPU
 processes, Gloo, tiny sizes. The shipped file runs where it is, from a temp dir that gets the result,
-as the module runs it from the environment's share/ddp-cluster.
+as the module runs it from the environment's share/ddp-cluster: under torchrun, and as the module starts one
+rank per node without torchrun (launcher direct: the command and variables of nh.direct_argv / nh.direct_env).
 
 Needs torch in the interpreter running pytest (skipped otherwise), e.g.
 ``/tmp/nccl-venv/bin/python -m pytest tests/integration/test_nccl_health_local.py``.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -71,3 +73,50 @@ def test_diagnosis_of_the_real_run(run):
     problems, facts = nh.diagnose_torch_run(0, output, data, "node local", "127.0.0.1:0", min_busbw_gbps=0.0001)
     assert [p["code"] for p in problems] == ["NO_GPU"]
     assert facts["transport"] == "gloo" and facts["world_size"] == NPROC and len(facts["busbw"]) == len(SIZES)
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_direct(rank, nnodes, port, workdir, join_timeout=60):
+    """One rank as nccl_health starts it with launcher direct (node_rank = rank, one process per node)."""
+    output = workdir / ("rank%d.json" % rank)
+    env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
+    env["OMP_NUM_THREADS"] = "1"
+    env.update(nh.direct_env(rank, nnodes, "127.0.0.1:%d" % port))
+    argv = nh.direct_argv(sys.executable, SCRIPT, nh.script_argv(SIZES, 5, 2, "gloo", 60, str(output)), join_timeout)
+    proc = subprocess.Popen(argv, cwd=str(workdir), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    return proc, output
+
+
+def test_direct_launch_one_rank_per_node_without_torchrun(tmp_path):
+    port = free_port()
+    started = [start_direct(rank, 2, port, tmp_path) for rank in (0, 1)]
+    outputs = [proc.communicate(timeout=120)[0] for proc, _path in started]
+    for (proc, _path), text in zip(started, outputs):
+        assert proc.returncode == 0, "rank failed (rc %d):\n%s" % (proc.returncode, text)
+    with open(str(started[0][1])) as handle:
+        data = json.load(handle)
+    # two "nodes" (group ranks 0 and 1) of one process each, here on one host
+    assert data["world_size"] == 2 and data["nnodes"] == 2 and data["nproc_per_node"] == 1
+    assert list(data["hosts"].values()) == [[0, 1]] and all(r["wrong"] == 0 for r in data["results"])
+    with open(str(started[1][1])) as handle:
+        assert json.load(handle)["results"] == data["results"]  # every rank writes the same result
+    problems, facts = nh.diagnose_torch_run(0, outputs[0], data, "node local", "127.0.0.1:%d" % port,
+                                            min_busbw_gbps=0.0001, launcher="direct")
+    assert [p["code"] for p in problems] == ["NO_GPU"] and facts["world_size"] == 2
+
+
+def test_direct_launch_rank_0_alone_gives_up_after_join_timeout_and_says_so(tmp_path):
+    port = free_port()
+    proc, output = start_direct(0, 3, port, tmp_path, join_timeout=3)
+    text = proc.communicate(timeout=60)[0]
+    assert proc.returncode != 0 and not output.exists()
+    problems, _facts = nh.diagnose_torch_run(proc.returncode, text, None, "node local", "127.0.0.1:%d" % port,
+                                             launcher="direct")
+    assert [p["code"] for p in problems] == ["NCCL_RENDEZVOUS_FAILED"]
+    assert "not every rank connected to rank 0's store within join_timeout (1 of 3 joined" in problems[0]["message"]

@@ -4,7 +4,9 @@
 
 The script is a real file, ``roles/pytorch_env/files/ddp_nccl_allreduce.py``: the pytorch_env role
 installs it as ``<env>/share/ddp-cluster/ddp_nccl_allreduce.py`` (:func:`default_script`), and the
-module runs it under torchrun on every node.
+module runs it on every node, under torchrun (:func:`torchrun_argv`) or, with one process per node and the
+node's rank known, as that one process (:func:`direct_argv`, :func:`direct_env`): rank 0 then hosts the c10d
+TCPStore itself, and no torchrun agent (a second torch import per node) runs.
 
 No I/O here: the module runs the commands and hands their exit status, output and result file to
 these functions, which return problems in the shared shape (module_utils/diagnosis.py) and facts.
@@ -15,8 +17,9 @@ code                                  severity  when
 ====================================  ========  ===============================================
 NCCL_RUN_FAILED                       error     the test could not run (no torchrun, no binary,
                                                 the script refused, nccl-tests exited non-zero)
-NCCL_RENDEZVOUS_FAILED                error     torchrun failed or timed out: a node did not
-                                                join, or ranks could not connect (C03)
+NCCL_RENDEZVOUS_FAILED                error     torchrun (or a rank started without it) failed or
+                                                timed out: a node did not join, or ranks could
+                                                not connect (C03)
 NCCL_TRANSPORT_ERROR                  error     nccl-tests failed on a transfer between nodes (an IB
                                                 completion error, a failed verbs call): the text
                                                 NCCL printed is kept, with the WARN lines
@@ -130,6 +133,35 @@ def torchrun_argv(torchrun, nnodes, nproc_per_node, rdzv_endpoint, rdzv_id, join
         "--max-restarts", "0",
         script,
     ] + list(script_args)
+
+
+LAUNCHERS = ("auto", "torchrun", "direct")
+
+
+def choose_launcher(launcher, nproc_per_node, node_rank):
+    """``torchrun`` or ``direct``: ``auto`` is ``direct`` with one process per node and the node's rank given, since
+    then torchrun's agent only adds its own torch import and rendezvous; else ``torchrun``."""
+    if launcher == "auto":
+        return "direct" if nproc_per_node == 1 and node_rank is not None else "torchrun"
+    return launcher
+
+
+def split_endpoint(endpoint):
+    """``(host, port)`` of ``HOST:PORT`` (``[v6]:PORT`` without the brackets); port as int."""
+    host, _sep, port = endpoint.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def direct_argv(python, script, script_args, join_timeout):
+    """The command line of one rank started without torchrun (the script's ``--join-timeout`` mode)."""
+    return [python, script] + list(script_args) + ["--join-timeout", str(int(join_timeout))]
+
+
+def direct_env(node_rank, nnodes, endpoint):
+    """The variables torchrun would give the one rank of node ``node_rank``: rank 0 hosts the store at ``endpoint``."""
+    host, port = split_endpoint(endpoint)
+    return {"RANK": str(node_rank), "WORLD_SIZE": str(nnodes), "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
+            "GROUP_RANK": str(node_rank), "MASTER_ADDR": host, "MASTER_PORT": str(port)}
 
 
 def script_argv(sizes, iterations, warmup, backend, timeout, output):
@@ -417,7 +449,29 @@ _FIXES = {
 }
 
 
-def rendezvous_problem(rc, output, subject, endpoint, timed_out=False):
+# torch.distributed.TCPStore's own errors (torch/csrc/distributed/c10d/TCPStore.cpp, socket.cpp), as a rank started
+# without torchrun prints them: rank 0 waiting for the others, another rank failing to reach rank 0's store.
+_STORE_WAIT = re.compile(r"Timed out after (\d+) seconds waiting for clients\. (\d+)/(\d+) clients joined")
+_STORE_CONNECT = re.compile(r"client socket has timed out after (\d+)ms while trying to connect to \(([^,]+), (\d+)\)")
+
+
+def _store_cause(output):
+    """The cause a TCPStore error of a direct launch gives, or None."""
+    wait = _STORE_WAIT.search(output or "")
+    if wait:
+        return {"verdict": "timeout",
+                "message": "not every rank connected to rank 0's store within join_timeout (%s of %s joined after %s s)"
+                           % (wait.group(2), wait.group(3), wait.group(1))}
+    connect = _STORE_CONNECT.search(output or "")
+    if connect:
+        return {"verdict": "timeout",
+                "message": "this rank could not connect to rank 0's store at %s:%s within join_timeout (%d s): rank 0 "
+                           "did not start there, or the port is dropped on the way"
+                           % (connect.group(2), connect.group(3), int(connect.group(1)) // 1000)}
+    return None
+
+
+def rendezvous_problem(rc, output, subject, endpoint, timed_out=False, launcher="torchrun"):
     """The problem of a failed or timed-out torchrun, with the cause classified.
 
     A run that broke after the ranks connected (:func:`runtime_breakage`: a hung collective, an NCCL error during
@@ -427,11 +481,12 @@ def rendezvous_problem(rc, output, subject, endpoint, timed_out=False):
     broke = runtime_breakage(output, subject)
     if broke:
         return broke[0], classify_failure(output, timed_out=timed_out)
-    return _rendezvous_failed(rc, output, subject, endpoint, timed_out)
+    return _rendezvous_failed(rc, output, subject, endpoint, timed_out, launcher)
 
 
-def _rendezvous_failed(rc, output, subject, endpoint, timed_out=False):
-    """NCCL_RENDEZVOUS_FAILED for a failed or timed-out torchrun, with the cause classified."""
+def _rendezvous_failed(rc, output, subject, endpoint, timed_out=False, launcher="torchrun"):
+    """NCCL_RENDEZVOUS_FAILED for a failed or timed-out run (torchrun's, or a rank started directly), with the cause
+    classified."""
     cause = _connect_verdict(output, timed_out=timed_out)
     if timed_out and cause["verdict"] in ("timeout", "error"):
         cause = {"verdict": "timeout",
@@ -440,10 +495,13 @@ def _rendezvous_failed(rc, output, subject, endpoint, timed_out=False):
     elif "RendezvousTimeoutError" in (output or "") and cause["verdict"] in ("timeout", "error"):
         cause = {"verdict": "timeout",
                  "message": "not every node joined the rendezvous within join_timeout (RendezvousTimeoutError)"}
+    elif cause["verdict"] in ("timeout", "error") and _store_cause(output):
+        cause = _store_cause(output)
     how = "timed out" if timed_out else "exited with %s" % rc
     lines = last_error_lines(output)
-    message = "torchrun (rendezvous %s) %s: %s. Last lines: %s" % (
-        endpoint, how, cause["message"], " | ".join(lines) if lines else "(no error output)")
+    who = ("torchrun (rendezvous %s)" if launcher == "torchrun" else "the all-reduce rank (rank 0's store %s)") % endpoint
+    message = "%s %s: %s. Last lines: %s" % (
+        who, how, cause["message"], " | ".join(lines) if lines else "(no error output)")
     return problem("NCCL_RENDEZVOUS_FAILED", "error", subject, message, _FIXES[cause["verdict"]]), cause
 
 
@@ -459,11 +517,12 @@ def _empty_facts(backend=None):
 
 
 def diagnose_torch_run(rc, output, data, subject, endpoint, min_busbw_gbps=None, expected_transport=None,
-                       rdma_devices=None, env=None, interfaces=None, timed_out=False, torch_version=None):
+                       rdma_devices=None, env=None, interfaces=None, timed_out=False, torch_version=None,
+                       launcher="torchrun"):
     """Diagnose one torch-mode run.
 
-    :param rc: torchrun's exit status (None when killed on timeout).
-    :param output: torchrun's stdout + stderr (NCCL_DEBUG=INFO lines included).
+    :param rc: torchrun's exit status, or the rank's with ``launcher="direct"`` (None when killed on timeout).
+    :param output: its stdout + stderr (NCCL_DEBUG=INFO lines included).
     :param data: the parsed JSON the script wrote, or None.
     :returns: (problems, facts); facts are ``busbw``, ``avg_busbw_gbps``, ``transport``,
         ``nccl_version``, ``world_size``, ``backend``, ``nccl_versions``, ``gdr``, ``hosts``.
@@ -492,7 +551,7 @@ def diagnose_torch_run(rc, output, data, subject, endpoint, min_busbw_gbps=None,
                 facts["nccl_version"] = log["nccl_version"]
                 facts["transport"] = log["transport"]
                 return problems, facts
-            prob, _cause = rendezvous_problem(rc, output, subject, endpoint, timed_out=timed_out)
+            prob, _cause = rendezvous_problem(rc, output, subject, endpoint, timed_out=timed_out, launcher=launcher)
             torch_err = parse_pytorch_nccl_error(output or "")
             if torch_err["found"]:
                 prob["message"] += " (NCCL: %s%s)" % (

@@ -9,8 +9,13 @@ run then costs one command per node instead of one module call per cluster addre
 
 Output format (firewalld 1.x, ``firewall-cmd(1)`` ``--list-all``): a header line with the zone name, then
 indented ``key: value value ...`` lines; ``sources``, ``services`` and ``ports`` are space-separated lists
-(ports as ``PORT[-PORT]/PROTOCOL``). A zone that does not exist prints ``Error: INVALID_ZONE: <zone>``:
-it has nothing, so everything is to be added.
+(ports as ``PORT[-PORT]/PROTOCOL``). The ``rich rules:`` line is followed by one line per rule, each
+indented with a tab, in firewalld's own normalized form (the form ``--list-rich-rules`` prints). A zone that
+does not exist prints ``Error: INVALID_ZONE: <zone>``: it has nothing, so everything is to be added.
+
+The slurm and metrics roles read the same zone: where the firewall role ran earlier in the run and changed
+nothing in it, they use its listing (``__firewall_zone_listing``) instead of reading the zone again, so a
+no-change run reads each node's zone once, not three times.
 """
 from __future__ import annotations
 
@@ -33,6 +38,23 @@ def parse_list_all(text):
         if match and match.group("key") in found:
             found[match.group("key")] = match.group("value").split()
     return found
+
+
+def parse_rich_rules(text):
+    """The rich rules of one ``firewall-cmd --list-all`` output.
+
+    :param text: the command's output (str); an error or empty output gives [].
+    :returns: the rules (list of str, stripped, in output order): the tab-indented lines after ``rich rules:``.
+    """
+    rules, inside = [], False
+    for line in (text or "").splitlines():
+        if line.strip().startswith("rich rules:"):
+            inside = True
+        elif inside and line.startswith("\t") and line.strip():
+            rules.append(line.strip())
+        else:
+            inside = False
+    return rules
 
 
 def split_permanent_runtime(text):
@@ -66,6 +88,26 @@ def zone_todo(permanent_text, runtime_text, wanted):
                 continue
             if item not in have and item not in todo[kind]:
                 todo[kind].append(item)
+    return todo
+
+
+def rich_rules_todo(listing, wanted):
+    """The wanted rich rules that the permanent or the runtime configuration lacks.
+
+    :param listing: the combined output (permanent ``--list-all``, ``--- runtime``, runtime ``--list-all``).
+    :param wanted: rules (list of str) in firewalld's normalized form, e.g.
+        ``rule family="ipv4" source address="10.0.0.1" port port="9100" protocol="tcp" accept``.
+    :returns: the wanted rules (in the given order, without repeats) to enable.
+    :raises TypeError: when ``wanted`` is not a list.
+    """
+    if not isinstance(wanted, (list, tuple)):
+        raise TypeError("rules must be a list, got %s" % type(wanted).__name__)
+    permanent_text, runtime_text = split_permanent_runtime(listing)
+    permanent, runtime = set(parse_rich_rules(permanent_text)), set(parse_rich_rules(runtime_text))
+    todo = []
+    for rule in (str(r) for r in wanted):
+        if not (rule in permanent and rule in runtime) and rule not in todo:
+            todo.append(rule)
     return todo
 
 

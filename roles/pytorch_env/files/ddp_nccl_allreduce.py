@@ -8,6 +8,11 @@ ddp.cluster.nccl_health module (mode torch) on every node at once, under torchru
     torchrun --nnodes N --nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HEAD:PORT \\
         --rdzv-id RUN ddp_nccl_allreduce.py --output /tmp/result.json
 
+or, with one process per node, without torchrun's agent (one torch import per node instead of two): the caller sets
+RANK, WORLD_SIZE, LOCAL_RANK=0, LOCAL_WORLD_SIZE=1, GROUP_RANK, MASTER_ADDR and MASTER_PORT (rank 0 on the host
+MASTER_ADDR names) and passes ``--join-timeout SECONDS``: rank 0 then hosts the c10d TCPStore on MASTER_PORT and waits
+that long for every rank to connect, and each other rank as long for rank 0's store (torch.distributed.TCPStore).
+
 algbw = bytes / time (GB/s, 1e9); busbw = algbw * 2(n-1)/n, the all-reduce factor of nccl-tests
 doc/PERFORMANCE.md. time is the slowest rank's mean over --iters calls after --warmup calls.
 Correctness: once per size, each rank contributes rank+1; every element must equal n(n+1)/2.
@@ -46,6 +51,8 @@ def parse_args(argv=None):
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto")
     p.add_argument("--timeout", type=int, default=300, help="init_process_group timeout, seconds")
+    p.add_argument("--join-timeout", type=int, default=None,
+                   help="launched without torchrun: seconds rank 0's TCPStore waits for every rank (and they for it)")
     p.add_argument("--output", required=True)
     return p.parse_args(argv)
 
@@ -75,6 +82,13 @@ def run(args):
         raise TestError("--sizes must be comma-separated integers, got %r" % args.sizes)
     if not sizes or min(sizes) < 4 or args.iters < 1 or args.warmup < 0:
         raise TestError("need sizes >= 4 bytes, --iters >= 1 and --warmup >= 0")
+    if args.join_timeout is not None:
+        if args.join_timeout < 1:
+            raise TestError("--join-timeout must be >= 1 second, got %d" % args.join_timeout)
+        try:
+            master = (env["MASTER_ADDR"], int(env["MASTER_PORT"]))
+        except (KeyError, ValueError) as exc:
+            raise TestError("--join-timeout needs MASTER_ADDR and MASTER_PORT (rank 0's host and port): %s" % exc)
 
     import torch
     import torch.distributed as dist
@@ -104,7 +118,16 @@ def run(args):
         else:
             dist.barrier()
 
-    dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=args.timeout))
+    timeout = datetime.timedelta(seconds=args.timeout)
+    if args.join_timeout is None:  # under torchrun: its agent made the rendezvous, env:// finds its store
+        dist.init_process_group(backend=backend, timeout=timeout)
+    else:
+        # Rank 0 hosts the store and waits for every rank to connect (wait_for_workers); the others retry connecting
+        # to it. Either gives up after --join-timeout with torch's own error (DistStoreError, DistNetworkError).
+        store = dist.TCPStore(master[0], master[1], world_size, rank == 0,
+                              timeout=datetime.timedelta(seconds=args.join_timeout), wait_for_workers=True)
+        store.set_timeout(timeout)
+        dist.init_process_group(backend=backend, store=store, rank=rank, world_size=world_size, timeout=timeout)
     try:
         factor = 2.0 * (world_size - 1) / world_size
         expected = world_size * (world_size + 1) / 2.0

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ddp.cluster.plugins.filter.firewalld import firewalld_zone_todo
+from ansible_collections.ddp.cluster.plugins.filter.firewalld import firewalld_rich_rules_todo, firewalld_zone_todo
 from ansible_collections.ddp.cluster.plugins.module_utils.system import firewalld
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "firewalld"
@@ -82,3 +82,38 @@ def test_without_the_runtime_part_everything_is_added():
 def test_bad_input_is_a_filter_error(listing, kwargs):
     with pytest.raises(AnsibleFilterError):
         firewalld_zone_todo(listing, **kwargs)
+
+
+RICH = (FIXTURES / "list-all_ddp-cluster_rich-rule__firewalld-1.3.3-debian12.txt").read_text()
+EXPORTER_RULE = 'rule family="ipv4" source address="10.89.0.10" port port="9100" protocol="tcp" accept'
+
+
+def test_rich_rules_are_the_tab_indented_lines_after_their_header():
+    permanent, runtime = firewalld.split_permanent_runtime(RICH)
+    assert firewalld.parse_rich_rules(permanent) == [EXPORTER_RULE]
+    assert firewalld.parse_rich_rules(runtime) == [EXPORTER_RULE]
+    # the other lists still parse beside them (the slurm stage's ports came before)
+    assert firewalld.parse_list_all(permanent)["ports"] == PORTS + ["6818/tcp", "62000-63999/tcp"]
+    for text in (COMPLETE, INVALID, ""):
+        assert firewalld.parse_rich_rules(text) == []
+
+
+def test_rich_rule_todo_from_the_listing_or_its_lines():
+    other = EXPORTER_RULE.replace("9100", "9400")
+    assert firewalld_rich_rules_todo(RICH, [EXPORTER_RULE]) == []
+    assert firewalld_rich_rules_todo(RICH.splitlines(), [other, EXPORTER_RULE, other]) == [other]
+    # a rule missing at runtime only (the permanent part alone) is to add; so is every rule of a missing zone
+    permanent_only = firewalld.split_permanent_runtime(RICH)[0]
+    assert firewalld_rich_rules_todo(permanent_only, [EXPORTER_RULE]) == [EXPORTER_RULE]
+    assert firewalld_rich_rules_todo(INVALID, [EXPORTER_RULE]) == [EXPORTER_RULE]
+    # a rule not in firewalld's normalized form is never found (so it is added, and firewalld normalizes it)
+    assert firewalld_rich_rules_todo(RICH, [EXPORTER_RULE.replace('"', "'")]) == [EXPORTER_RULE.replace('"', "'")]
+
+
+@pytest.mark.parametrize("listing, rules, match", [
+    (None, [EXPORTER_RULE], "a list of its lines"),
+    (RICH, EXPORTER_RULE, "rules must be a list"),
+])
+def test_rich_rule_todo_bad_input_is_a_filter_error(listing, rules, match):
+    with pytest.raises(AnsibleFilterError, match=match):
+        firewalld_rich_rules_todo(listing, rules)

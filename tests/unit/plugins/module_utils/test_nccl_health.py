@@ -281,6 +281,55 @@ def test_torchrun_argv_and_script_args():
                                                 "--backend", "auto", "--timeout", "300", "--output", "/t/r.json"]
 
 
+TCPSTORE = os.path.join(os.path.dirname(FIXTURES), "tcpstore")
+
+
+def read_store(name):
+    with open(os.path.join(TCPSTORE, name)) as handle:
+        return handle.read()
+
+
+def test_launcher_choice():
+    assert nh.choose_launcher("auto", 1, 2) == "direct"
+    assert nh.choose_launcher("auto", 1, None) == "torchrun"  # no rank given: torchrun ranks the nodes
+    assert nh.choose_launcher("auto", 4, 0) == "torchrun"  # one process per GPU: torchrun starts them
+    assert nh.choose_launcher("torchrun", 1, 0) == "torchrun"
+    assert nh.choose_launcher("direct", 1, 0) == "direct"
+
+
+def test_direct_argv_and_env_are_what_torchrun_would_give_the_one_rank():
+    argv = nh.direct_argv("/v/bin/python", "/t/s.py", nh.script_argv([1024], 10, 2, "auto", 300, "/t/r.json"), 60)
+    assert argv == ["/v/bin/python", "/t/s.py", "--sizes", "1024", "--iters", "10", "--warmup", "2", "--backend",
+                    "auto", "--timeout", "300", "--output", "/t/r.json", "--join-timeout", "60"]
+    assert nh.direct_env(2, 3, "head:29510") == {
+        "RANK": "2", "WORLD_SIZE": "3", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "GROUP_RANK": "2",
+        "MASTER_ADDR": "head", "MASTER_PORT": "29510"}
+    assert nh.split_endpoint("[fd00::1]:29510") == ("fd00::1", 29510)
+
+
+@pytest.mark.parametrize("name, words", [
+    # rank 0 hosted the store and waited: the other ranks never connected
+    ("rank0_timed-out-waiting-for-clients__torch-2.13.0-cpu.txt", "not every rank connected to rank 0's store "
+                                                                  "within join_timeout (1 of 3 joined after 6 s)"),
+    # another rank never reached rank 0's store
+    ("rank1_client-connect-timeout__torch-2.13.0-cpu.txt", "could not connect to rank 0's store at 127.0.0.1:29557 "
+                                                           "within join_timeout (5 s)"),
+])
+def test_direct_launch_store_failures_are_named(name, words):
+    output = read_store(name)
+    problems, facts = nh.diagnose_torch_run(1, output, None, SUBJECT, "127.0.0.1:29556", launcher="direct")
+    assert codes(problems) == [("NCCL_RENDEZVOUS_FAILED", "error")]
+    assert_shape(problems)
+    message = problems[0]["message"]
+    assert message.startswith("the all-reduce rank (rank 0's store 127.0.0.1:29556) exited with 1: ")
+    assert words in message and "torchrun" not in message
+    assert "timeout" in problems[0]["fix"] or "join_timeout" in problems[0]["fix"]
+    assert facts["busbw"] == []
+    # the same text under torchrun's name keeps torchrun's wording
+    torchrun_problems, _facts = nh.diagnose_torch_run(1, output, None, SUBJECT, "127.0.0.1:29556")
+    assert torchrun_problems[0]["message"].startswith("torchrun (rendezvous 127.0.0.1:29556) exited with 1: ")
+
+
 def _imports(path):
     with open(path) as handle:
         source = handle.read()
