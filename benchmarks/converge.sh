@@ -81,7 +81,7 @@ if [ -n "$MITOGEN" ]; then
   MITOGEN_STRATEGY="$mitogen_dir/ansible_mitogen/plugins/strategy"
 fi
 
-export ANSIBLE_CALLBACKS_ENABLED=ansible.builtin.timer,ansible.posix.profile_tasks
+export ANSIBLE_CALLBACKS_ENABLED=ansible.builtin.timer,ansible.posix.profile_tasks,ddp.cluster.plugin_preload
 export PROFILE_TASKS_TASK_OUTPUT_LIMIT=all PROFILE_TASKS_SORT_ORDER=descending
 export ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
 

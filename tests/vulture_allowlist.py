@@ -27,6 +27,8 @@ v2_playbook_on_task_start
 v2_playbook_on_handler_task_start
 v2_playbook_on_play_start
 v2_playbook_on_stats
+# ansible-core's hook of plugins/callback/plugin_preload.py (sent just before each worker starts).
+v2_runner_on_start
 
 # http.server (roles/pytorch_env/files/ddp_wheelhouse_index.py): the handler's and the server's attributes and hooks.
 server_version
