@@ -9,10 +9,10 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.ddp.cluster.plugins.module_utils.system import systemd_units
 
 
-def systemd_to_start(text, names):
-    """systemctl show's stdout, unit names -> the names to start."""
+def systemd_to_start(text, names, enabled=True):
+    """systemctl show's stdout, unit names -> the names to start (enabled false: the names not running)."""
     try:
-        return systemd_units.to_start(text, names)
+        return systemd_units.to_start(text, names, enabled=bool(enabled))
     except (AttributeError, TypeError) as exc:
         raise AnsibleFilterError("systemd_to_start: %s" % exc)
 

@@ -59,7 +59,10 @@ options:
     type: int
     default: 2
   known_hosts:
-    description: With O(mode=known_hosts), the file to look in. Default C(~/.ssh/known_hosts) of the user the module runs as.
+    description:
+      - With O(mode=known_hosts), the file to look in. Default C(~/.ssh/known_hosts) of the user the module runs as.
+      - C(~user/) at its start is that user's home folder on the node (as the shell expands it, from the passwd
+        database), so that the caller needs no lookup of its own; a user the node does not have fails the module.
     type: path
 author:
   - ddp.cluster maintainers (@ddp-cluster)
@@ -81,7 +84,7 @@ EXAMPLES = r"""
     mode: known_hosts
     name: "{{ inventory_hostname }}"
     peers: "{{ (ansible_play_hosts | ddp.cluster.mesh_plan(hostvars)).nodes[inventory_hostname] }}"
-    known_hosts: /home/ddp/.ssh/known_hosts
+    known_hosts: ~ddp/.ssh/known_hosts
 """
 
 RETURN = r"""
@@ -214,6 +217,9 @@ def main():
     start = time.time()
     if p["mode"] == "known_hosts":
         path = p["known_hosts"] or os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".ssh", "known_hosts")
+        if path.startswith("~"):  # type path expands ~user; what is left is a user the passwd database lacks
+            module.fail_json(msg="known_hosts %s: the node has no user %s, so it has no such home folder"
+                             % (path, path[1:].split("/", 1)[0] or "(none named)"))
         pairs = [known(module, p["name"], peer, path) for peer in p["peers"]]
         good = "known"
         modes = ssh_modes(os.path.dirname(path))

@@ -28,19 +28,23 @@ def parse_show(text):
     return units
 
 
-def to_start(text, names):
-    """The units of ``names`` that are not active and enabled.
+def to_start(text, names, enabled=True):
+    """The units of ``names`` that are not active and enabled (with ``enabled`` false: not active).
 
     :param text: stdout of ``systemctl show --property=Id,ActiveState,UnitFileState <units>``.
     :param names: unit names as the role starts them (``munge`` or ``munge.service``).
+    :param enabled: whether a unit that runs but does not start at boot is named too (``systemctl is-enabled``
+        other than ``enabled``); false names only the units that are not ``ActiveState=active``, as
+        ``systemctl is-active`` would answer them.
     :returns: the names, in their order, whose unit is missing from ``text``, not ``ActiveState=active``, or
-        not ``UnitFileState=enabled`` (a unit that is not installed reads an empty UnitFileState).
+        (with ``enabled``) not ``UnitFileState=enabled`` (a unit that is not installed reads an empty
+        UnitFileState).
     """
     units = parse_show(text)
     out = []
     for name in names:
         unit = name if "." in name else name + ".service"
         props = units.get(unit, {})
-        if props.get("ActiveState") != "active" or props.get("UnitFileState") != "enabled":
+        if props.get("ActiveState") != "active" or (enabled and props.get("UnitFileState") != "enabled"):
             out.append(name)
     return out

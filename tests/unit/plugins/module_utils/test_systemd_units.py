@@ -43,3 +43,11 @@ def test_crlf_output_reads_the_same():
 @pytest.mark.parametrize("text", ["", "garbage without equals\n"])
 def test_nothing_read_means_everything_is_started(text):
     assert systemd_to_start(text, ["munge"]) == ["munge"]
+
+
+def test_enabled_false_names_only_the_units_that_do_not_run():
+    # munge runs but is disabled, slurmd is stopped but enabled: is-active would fail for slurmd alone
+    text = fixture("show-stopped-disabled-debian12.txt")
+    assert to_start(text, ["munge", "slurmd"], enabled=False) == ["slurmd"]
+    assert systemd_to_start(text, ["munge", "slurmd"], enabled=False) == ["slurmd"]
+    assert to_start(fixture("show-debian12.txt"), ["munge", "slurmd", "nosuch"], enabled=False) == ["nosuch"]

@@ -1,9 +1,13 @@
 """ssh_check's I/O edge: logins a few at a time, in order, retried only when sshd dropped them."""
 from __future__ import annotations
 
+import json
+import pwd
 import threading
 import time
 
+import pytest
+from module_args import patch_module_args
 from ansible_collections.ddp.cluster.plugins.modules import ssh_check as mod
 
 FIXTURE_DROPPED = "kex_exchange_identification: read: Connection reset by peer\r\n"
@@ -77,3 +81,26 @@ def test_modes_feed_the_cross_node_check(tmp_path):
     ssh.chmod(0o775)
     found = cluster_problems({"n0": {"ssh_modes": mod.ssh_modes(str(ssh))}})
     assert [(p["code"], p["subject"]) for p in found] == [("SSH_MODE_TOO_OPEN", "n0:%s" % ssh)]
+
+
+def run_main(args, capsys):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            mod.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_known_hosts_under_a_user_the_node_lacks_fails_clearly(capsys):
+    out = run_main({"mode": "known_hosts", "name": "n1", "peers": [{"name": "n2", "host": "n2"}],
+                    "known_hosts": "~ddp-no-such-user/.ssh/known_hosts"}, capsys)
+    assert out["failed"] is True
+    assert "no user ddp-no-such-user" in out["msg"], out["msg"]
+
+
+def test_known_hosts_under_tilde_user_is_that_users_home(capsys):
+    # ~root expands from the passwd database (type path); the file is looked at there
+    home = pwd.getpwnam("root").pw_dir
+    out = run_main({"mode": "known_hosts", "name": "n1", "peers": [],
+                    "known_hosts": "~root/.ssh/known_hosts"}, capsys)
+    assert not out.get("failed"), out
+    assert all(path.startswith(home) for path in out["modes"]), out["modes"]
