@@ -80,9 +80,13 @@ def make_extra(network):
            "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW", "--cap-add", "SYS_PTRACE",
            "--label", "ddp.cluster=%s" % LABEL,
            "--label", "ddp.cluster.service=day2-test", "--label", "ddp.cluster.head=false", IMAGE, "/sbin/init")
-    on(EXTRA, "sh", "-c", "timeout 90 systemctl is-system-running --wait || true", check=False)
+    # until systemd has booted: `systemctl is-system-running --wait` returns at once, without waiting, while the
+    # container's systemd does not answer yet, and the blank script's systemctl calls would then fail
+    assert wait_until(lambda: on(EXTRA, "systemctl", "is-system-running", check=False).stdout.strip()
+                      in ("running", "degraded"), 120), on(EXTRA, "systemctl", "is-system-running", check=False)
     podman("cp", BLANK, "%s:/root/day2_blank_node.sh" % EXTRA)
-    on(EXTRA, "bash", "/root/day2_blank_node.sh", *(["keep-env"] if KEEP_ENV else []))
+    blank = on(EXTRA, "bash", "-x", "/root/day2_blank_node.sh", *(["keep-env"] if KEEP_ENV else []), check=False)
+    assert blank.returncode == 0, (blank.returncode, blank.stdout[-2000:], blank.stderr[-4000:])
     return host_key(EXTRA)
 
 
