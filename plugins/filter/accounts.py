@@ -1,6 +1,6 @@
 # Copyright: ddp.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""accounts_todo: a thin wrapper over plugins/module_utils/system/accounts.py (pure, unit-tested)."""
+"""accounts_todo, account_home: thin wrappers over plugins/module_utils/system/accounts.py (pure, unit-tested)."""
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
@@ -15,8 +15,16 @@ def accounts_todo(listing, groups=None, users=None):
         raise AnsibleFilterError("accounts_todo: %s" % exc)
 
 
+def account_home(listing, name):
+    """A user's home folder from the same listing ("" where the user is missing)."""
+    try:
+        return accounts.account_home(listing, name)
+    except TypeError as exc:
+        raise AnsibleFilterError("account_home: %s" % exc)
+
+
 class FilterModule(object):
     """ddp.cluster account filters."""
 
     def filters(self):
-        return {"accounts_todo": accounts_todo}
+        return {"accounts_todo": accounts_todo, "account_home": account_home}

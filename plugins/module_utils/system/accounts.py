@@ -60,6 +60,15 @@ def parse_listing(listing):
     return parse_passwd(lines[:split]), parse_group(lines[split + 1:])
 
 
+def account_home(listing, name):
+    """The home folder the passwd part of the listing gives user ``name``, or "" where it has no such user.
+
+    :param listing: as for :func:`parse_listing`.
+    :raises TypeError: when ``listing`` is neither a string nor lines.
+    """
+    return parse_listing(listing)[0].get(str(name), {}).get("home", "")
+
+
 def accounts_todo(listing, groups=None, users=None):
     """The wanted groups and users that the modules must still create or change.
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ddp.cluster.plugins.filter.accounts import accounts_todo
+from ansible_collections.ddp.cluster.plugins.filter.accounts import account_home, accounts_todo
 from ansible_collections.ddp.cluster.plugins.module_utils.system import accounts
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
@@ -62,3 +62,13 @@ def test_bad_input_is_refused():
         accounts_todo({"a": 1}, SLURM_GROUPS, SLURM_USERS)
     with pytest.raises(AnsibleFilterError, match="accounts_todo"):
         accounts_todo(LISTING, [{"gid": 1}], [])
+
+
+def test_account_home_reads_the_passwd_part_only():
+    assert account_home(LISTING, "ddp") == "/home/ddp"
+    assert account_home(LISTING.splitlines(), "munge") == "/nonexistent"
+    # a group of that name without a user (group lines are never read as users) and no such account
+    assert account_home(accounts.MARKER + "\n" + "ddp:x:1000:\n", "ddp") == ""
+    assert account_home(LISTING, "nosuch") == ""
+    with pytest.raises(AnsibleFilterError):
+        account_home(42, "ddp")
