@@ -200,6 +200,7 @@ for n in "$@"; do
   echo "== N=$n: no-change site.yml (--skip-tags benchmark)"
   read -r ctl0 nodes0 <<<"$(cpu_now)"
   NOCHANGE[$n]=$(DDP_NODE_CPU_CGROUPS="$(node_cgroups)" DDP_NODE_CPU_OUT="${LOG}N$n-nochange.node_cpu.json" \
+                 DDP_CTL_CPU_COUNTER="${CTL_CGROUP:+$CTL_COUNTER}" \
                  ANSIBLE_CALLBACK_PLUGINS="$ROOT/benchmarks/callback_plugins" \
                  ANSIBLE_CALLBACKS_ENABLED="$ANSIBLE_CALLBACKS_ENABLED,node_cpu" \
                  run_site "${LOG}N$n-nochange.log" --skip-tags benchmark)
@@ -235,6 +236,17 @@ for t in d["tasks"][:10]:
     print("     %6.1f CPU-s (%4.2f per node) %3d run(s)  %s" % (t["cpu_s"], t["cpu_s"] / n, t["runs"], t["task"]))
 top = sum(t["cpu_s"] for t in d["tasks"][:10])
 print("     the 10 above: %.1f of %.1f CPU-s; %d tasks in all" % (top, d["total_s"], len(d["tasks"])))
+if d.get("ctl_total_s"):
+    print("   the controller's CPU per role or play (CPU-s, per node, task runs; the controller's cgroup per task):")
+    roles = {}
+    for t in d["tasks"]:
+        role = t["task"].split(" : ", 1)[0] if " : " in t["task"] else "(play tasks)"
+        cpu, runs = roles.get(role, (0.0, 0))
+        roles[role] = (cpu + t["ctl_cpu_s"], runs + t["runs"])
+    for role, (cpu, runs) in sorted(roles.items(), key=lambda kv: -kv[1][0])[:12]:
+        print("     %6.1f CPU-s (%4.2f per node) %4d run(s)  %s" % (cpu, cpu / n, runs, role))
+    print("     all tasks: %.1f CPU-s (start-up and parsing the playbooks come before the first task)"
+          % d["ctl_total_s"])
 PY
 done
 

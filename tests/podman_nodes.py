@@ -27,3 +27,23 @@ def wait_until(predicate, timeout, step=1.0):
             return True
         time.sleep(step)
     return False
+
+
+def system_state(name):
+    """What ``systemctl is-system-running`` prints in the container ``name`` ("" when podman cannot run it)."""
+    try:
+        proc = subprocess.run(["podman", "exec", name, "systemctl", "is-system-running"], capture_output=True,
+                              text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return proc.stdout.strip()
+
+
+def systemd_up(name, timeout=120):
+    """Wait until the container's systemd has booted (``running``, or ``degraded`` with a unit failed).
+
+    ``systemctl is-system-running --wait`` is not enough: while a new container's systemd does not answer on its
+    bus yet, it returns at once with ``offline`` or an error, and the next ``systemctl`` call in the test fails.
+    Returns False when ``timeout`` seconds pass first.
+    """
+    return wait_until(lambda: system_state(name) in ("running", "degraded"), timeout, 1.0)

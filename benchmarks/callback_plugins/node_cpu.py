@@ -8,9 +8,15 @@ machine and each one's CPU use is a cgroup counter this process can read. Enable
 
 - ``DDP_NODE_CPU_CGROUPS``: ``host=file`` pairs separated by commas, ``file`` being the node's cgroup CPU counter:
   ``cpuacct.usage`` (cgroup v1, nanoseconds) or ``cpu.stat`` (cgroup v2, its ``usage_usec`` line).
-- ``DDP_NODE_CPU_OUT``: the JSON file written at the end of the run: ``{"tasks": [...], "total_s": float}``, each
-  task ``{"task": "role : name", "cpu_s": float, "runs": int}``, most CPU first. ``cpu_s`` is summed over every node
-  and over every run of a task of that name; ``runs`` counts those runs.
+- ``DDP_NODE_CPU_OUT``: the JSON file written at the end of the run: ``{"tasks": [...], "total_s": float,
+  "ctl_total_s": float}``, each task ``{"task": "role : name", "cpu_s": float, "ctl_cpu_s": float, "runs": int}``,
+  most node CPU first. ``cpu_s`` is summed over every node and over every run of a task of that name; ``runs``
+  counts those runs.
+- ``DDP_CTL_CPU_COUNTER`` (optional): the controller's own counter file, read the same way at the same moments:
+  the cgroup that converge.sh starts ansible-playbook in (its main process, workers and ssh). ``ctl_cpu_s`` is then
+  the controller's CPU seconds from the start of the task to the start of the next one: the main process queuing
+  the task for every host and reading the results, the workers templating and sending it. Without it,
+  ``ctl_cpu_s`` is 0.
 
 The play runs its tasks one after the other (the linear strategy), so the CPU the nodes use between the start of
 one task and the start of the next is that task's, plus what the nodes' own daemons use meanwhile (measured idle on
@@ -31,7 +37,8 @@ short_description: CPU seconds the nodes spend on each task (benchmarks/converge
 description:
   - Reads each node's cgroup CPU counter at the start of every task; what the nodes used until the next task starts
     is the task's. Writes the tasks, most CPU first, to the file in E(DDP_NODE_CPU_OUT).
-  - The nodes and their counters come from E(DDP_NODE_CPU_CGROUPS) (C(host=file,...)).
+  - The nodes and their counters come from E(DDP_NODE_CPU_CGROUPS) (C(host=file,...)); the controller's own counter,
+    where given, from E(DDP_CTL_CPU_COUNTER).
 requirements:
   - The nodes' cgroup CPU counters readable from the controller (containers on the same machine).
 """
@@ -62,9 +69,10 @@ def cpu_seconds(text, name):
     return int(text.strip()) / 1e9
 
 
-def ranked(totals, runs):
-    """{task: cpu_s}, {task: runs} -> the tasks as dicts, most CPU first (ties by name)."""
-    return [{"task": task, "cpu_s": round(cpu, 3), "runs": runs[task]}
+def ranked(totals, runs, ctl=None):
+    """{task: cpu_s}, {task: runs}, {task: ctl_cpu_s} -> the tasks as dicts, most node CPU first (ties by name)."""
+    ctl = ctl or {}
+    return [{"task": task, "cpu_s": round(cpu, 3), "ctl_cpu_s": round(ctl.get(task, 0.0), 3), "runs": runs[task]}
             for task, cpu in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
@@ -78,9 +86,12 @@ class CallbackModule(CallbackBase):
         super(CallbackModule, self).__init__()
         self._files = parse_cgroups(os.environ.get("DDP_NODE_CPU_CGROUPS", ""))
         self._out = os.environ.get("DDP_NODE_CPU_OUT", "")
+        self._ctl_file = os.environ.get("DDP_CTL_CPU_COUNTER", "")
         self._current = None
         self._mark = 0.0
+        self._ctl_mark = 0.0
         self._totals = {}
+        self._ctl = {}
         self._runs = {}
 
     def _read(self):
@@ -93,12 +104,19 @@ class CallbackModule(CallbackBase):
                 continue  # a node gone meanwhile (a day-2 run) counts nothing from here on
         return total
 
+    def _read_ctl(self):
+        if not self._ctl_file:
+            return 0.0
+        with open(self._ctl_file) as f:  # the controller's own cgroup: there while ansible-playbook runs in it
+            return cpu_seconds(f.read(), self._ctl_file)
+
     def _close(self):
-        now = self._read()
+        now, ctl_now = self._read(), self._read_ctl()
         if self._current is not None:
             self._totals[self._current] = self._totals.get(self._current, 0.0) + now - self._mark
+            self._ctl[self._current] = self._ctl.get(self._current, 0.0) + ctl_now - self._ctl_mark
             self._runs[self._current] = self._runs.get(self._current, 0) + 1
-        self._mark = now
+        self._mark, self._ctl_mark = now, ctl_now
         self._current = None
 
     def _start(self, task):
@@ -121,6 +139,7 @@ class CallbackModule(CallbackBase):
         self._close()
         if not self._out:
             return
-        tasks = ranked(self._totals, self._runs)
+        tasks = ranked(self._totals, self._runs, self._ctl)
         with open(self._out, "w") as f:
-            json.dump({"tasks": tasks, "total_s": round(sum(self._totals.values()), 3)}, f, indent=1)
+            json.dump({"tasks": tasks, "total_s": round(sum(self._totals.values()), 3),
+                       "ctl_total_s": round(sum(self._ctl.values()), 3)}, f, indent=1)

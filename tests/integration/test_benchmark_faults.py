@@ -17,7 +17,7 @@ import time
 import pytest
 
 from checkout_env import checkout_env
-from podman_nodes import running, wait_until
+from podman_nodes import running, system_state, systemd_up, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = os.path.join(ROOT, "molecule", "local", "inventory", "nodes")
@@ -42,19 +42,13 @@ def bench_processes(node):
     return [line for line in out.splitlines() if "ddp_bench" in line or "torchrun" in line]
 
 
-def systemd_ready(node):
-    proc = subprocess.run(["podman", "exec", node, "systemctl", "is-system-running"], capture_output=True, text=True,
-                          check=False)
-    return proc.stdout.strip() in ("running", "degraded")
-
-
 @pytest.fixture
 def restart_mol2():
     yield
     if not running("ddp-mol2"):
         subprocess.run(["podman", "start", "ddp-mol2"], capture_output=True, text=True, check=False)
-    assert wait_until(lambda: running("ddp-mol2") and systemd_ready("ddp-mol2"), 120, 2), \
-        "ddp-mol2 did not come back (systemctl is-system-running)"
+    assert wait_until(lambda: running("ddp-mol2"), 120, 2) and systemd_up("ddp-mol2"), \
+        "ddp-mol2 did not come back: %r" % system_state("ddp-mol2")
     # A restarted container may get a new address on the podman network (as a host may from DHCP):
     # re-apply the access stage so the firewall's cluster sources and known_hosts hold it again.
     env = checkout_env(ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", MOLECULE_PROJECT_DIRECTORY=ROOT)

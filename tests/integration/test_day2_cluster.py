@@ -37,6 +37,7 @@ from day2_support import (EXTRA, HEAD, LABEL, NODES, USER, allow_jobs, changed_t
                           node_states, on, playbook, podman, put_job_script, sbatch, settled, slurm_on_nodes,
                           srun_everywhere, stop_jobs, train_job, wait_until,
                           write_inventory)
+from podman_nodes import system_state, systemd_up
 
 IMAGE = "localhost/ddp-day2-node:test"
 BLANK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "files", "day2_blank_node.sh")
@@ -80,10 +81,8 @@ def make_extra(network):
            "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW", "--cap-add", "SYS_PTRACE",
            "--label", "ddp.cluster=%s" % LABEL,
            "--label", "ddp.cluster.service=day2-test", "--label", "ddp.cluster.head=false", IMAGE, "/sbin/init")
-    # until systemd has booted: `systemctl is-system-running --wait` returns at once, without waiting, while the
-    # container's systemd does not answer yet, and the blank script's systemctl calls would then fail
-    assert wait_until(lambda: on(EXTRA, "systemctl", "is-system-running", check=False).stdout.strip()
-                      in ("running", "degraded"), 120), on(EXTRA, "systemctl", "is-system-running", check=False)
+    # until systemd has booted, or the blank script's systemctl calls fail (podman_nodes.systemd_up says why)
+    assert systemd_up(EXTRA), "%s: systemd did not boot: %r" % (EXTRA, system_state(EXTRA))
     podman("cp", BLANK, "%s:/root/day2_blank_node.sh" % EXTRA)
     blank = on(EXTRA, "bash", "-x", "/root/day2_blank_node.sh", *(["keep-env"] if KEEP_ENV else []), check=False)
     assert blank.returncode == 0, (blank.returncode, blank.stdout[-2000:], blank.stderr[-4000:])

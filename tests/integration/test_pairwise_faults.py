@@ -27,7 +27,7 @@ import time
 import pytest
 
 from checkout_env import checkout_env
-from podman_nodes import running
+from podman_nodes import running, system_state, systemd_up
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
@@ -76,7 +76,7 @@ def three_nodes(tmp_path_factory):
                "--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW", "--cap-add", "SYS_PTRACE",
                "--label", "ddp.cluster=molecule",
                "--label", "ddp.cluster.service=pairwise-test", "--label", "ddp.cluster.head=false", IMAGE, "/sbin/init")
-        podman("exec", THIRD, "sh", "-c", "timeout 90 systemctl is-system-running --wait || true")
+        assert systemd_up(THIRD), "%s: systemd did not boot: %r" % (THIRD, system_state(THIRD))
         addresses = {node: address(node) for node in NODES + (THIRD,)}
         for node in NODES:
             podman("exec", node, "firewall-cmd", "-q", "--zone=ddp-cluster", "--add-source=%s" % addresses[THIRD])

@@ -27,7 +27,7 @@ import time
 
 import pytest
 
-from podman_nodes import running
+from podman_nodes import running, systemd_up
 
 NODES = tuple(os.environ.get("DDP_IT_NODES", "ddp-mol1,ddp-mol2").split(","))
 HEAD, LOST = NODES[0], NODES[-1]
@@ -114,8 +114,7 @@ def restore(node):
         podman("unpause", node, check=False)
     if not running(node):
         podman("start", node, check=False)
-        podman("exec", node, "sh", "-c", "timeout 90 systemctl is-system-running --wait || true", check=False,
-               timeout=120)
+        systemd_up(node)  # and if it does not boot, the wait for Slurm below fails the test with the node's state
 
     # ReturnToService=2 returns a node that registers again; a node still down (or drained by the job's loss)
     # is resumed here so the next test has every node.

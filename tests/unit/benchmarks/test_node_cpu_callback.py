@@ -61,9 +61,33 @@ def test_cpu_between_task_starts_goes_to_the_task(tmp_path, monkeypatch):
     two.write_text("usage_usec 1250000\n")  # 1 s, the second run of "role : read"
     cb.v2_playbook_on_stats(stats=None)
     got = json.loads(out.read_text())
-    assert got == {"tasks": [{"task": "role : probe", "cpu_s": 3.0, "runs": 1},
-                             {"task": "role : read", "cpu_s": 1.75, "runs": 2}],
-                   "total_s": 4.75}
+    assert got == {"tasks": [{"task": "role : probe", "cpu_s": 3.0, "ctl_cpu_s": 0.0, "runs": 1},
+                             {"task": "role : read", "cpu_s": 1.75, "ctl_cpu_s": 0.0, "runs": 2}],
+                   "total_s": 4.75, "ctl_total_s": 0.0}
+
+
+def test_the_controllers_counter_per_task(tmp_path, monkeypatch):
+    node, ctl = tmp_path / "node" / "cpuacct.usage", tmp_path / "ctl" / "cpu.stat"
+    node.parent.mkdir()
+    ctl.parent.mkdir()
+    node.write_text("0\n")
+    ctl.write_text("usage_usec 7000000\n")    # what the controller spent before the play: counted for nothing
+    out = tmp_path / "out.json"
+    monkeypatch.setenv("DDP_NODE_CPU_CGROUPS", "n1=%s" % node)
+    monkeypatch.setenv("DDP_CTL_CPU_COUNTER", str(ctl))
+    monkeypatch.setenv("DDP_NODE_CPU_OUT", str(out))
+    cb = node_cpu.CallbackModule()
+    cb.v2_playbook_on_play_start(None)
+    cb.v2_playbook_on_task_start(_task("role : skipped"), False)
+    ctl.write_text("usage_usec 7010000\n")    # 0.01 s on the controller, none on the node
+    cb.v2_playbook_on_task_start(_task("role : read"), False)
+    node.write_text("200000000\n")            # 0.2 s on the node
+    ctl.write_text("usage_usec 7060000\n")    # 0.05 s on the controller
+    cb.v2_playbook_on_stats(None)
+    got = json.loads(out.read_text())
+    assert got == {"tasks": [{"task": "role : read", "cpu_s": 0.2, "ctl_cpu_s": 0.05, "runs": 1},
+                             {"task": "role : skipped", "cpu_s": 0.0, "ctl_cpu_s": 0.01, "runs": 1}],
+                   "total_s": 0.2, "ctl_total_s": 0.06}
 
 
 def test_a_node_gone_counts_nothing_more(tmp_path, monkeypatch):
@@ -75,7 +99,7 @@ def test_a_node_gone_counts_nothing_more(tmp_path, monkeypatch):
     cb.v2_playbook_on_task_start(_task("t"), False)
     one.write_text("2000000000\n")
     cb.v2_playbook_on_stats(None)          # no output file asked for: nothing written, no error
-    assert node_cpu.ranked(cb._totals, cb._runs) == [{"task": "t", "cpu_s": 2.0, "runs": 1}]
+    assert node_cpu.ranked(cb._totals, cb._runs) == [{"task": "t", "cpu_s": 2.0, "ctl_cpu_s": 0.0, "runs": 1}]
 
 
 def test_under_ansible_playbook(tmp_path):
@@ -105,5 +129,5 @@ def test_under_ansible_playbook(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Callback dispatch" not in run.stdout + run.stderr
     got = json.loads(out.read_text())
-    assert got["tasks"][0] == {"task": "Spend 3 s of node CPU", "cpu_s": 3.0, "runs": 1}
+    assert got["tasks"][0] == {"task": "Spend 3 s of node CPU", "cpu_s": 3.0, "ctl_cpu_s": 0.0, "runs": 1}
     assert got["total_s"] == 3.0
