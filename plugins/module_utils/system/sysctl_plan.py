@@ -2,9 +2,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which sysctl keys need the kernel or the sysctl file changed (pure parsing, no I/O).
 
-The net_tuning role reads every key's value with one ``sysctl <key> ...`` call and the sysctl file once, then calls
-``ansible.posix.sysctl`` only for the keys whose file line or current value differs from the wanted one: a run that
-changes nothing costs two reads per node instead of one stat and one module call per key.
+The net_tuning role reads every key's value (``sysctl <key> ...``) and the sysctl file in one call per node, then
+calls ``ansible.posix.sysctl`` only for the keys whose file line or current value differs from the wanted one: a run
+that changes nothing costs that one read per node instead of one stat and one module call per key.
 
 Formats: ``sysctl(8)`` prints ``key = value`` per key it can read (values of several numbers separated by tabs) and
 an error on stderr for a key it cannot; ``sysctl.d(5)`` files hold ``key = value`` lines (spaces around ``=``
