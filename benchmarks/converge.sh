@@ -6,6 +6,8 @@
 #   MITOGEN=0.3.54 benchmarks/converge.sh 3       also a no-change run under mitogen's strategy (mitogen_linear)
 #   PREFIX=ddp-cv benchmarks/converge.sh 3        a cluster of its own: nodes ddp-cv1..N, network and label ddp-cv
 #   FORKS=50 CONTROLLER_CORES=16 benchmarks/converge.sh 3     the controller the extrapolation is made for
+#   CALLBACKS=ddp.cluster.plugin_preload REUSE=1 PREFIX=ddp-cv benchmarks/converge.sh 3    other callbacks than
+#                                                 ansible.cfg's (A/B of one of them, alternated with the default)
 #   REUSE=1 PREFIX=ddp-cv benchmarks/converge.sh 3     no rebuild, no cold run: the no-change run alone, on the N
 #                                                 nodes already converged (A/B runs of one change, alternated)
 #
@@ -81,7 +83,11 @@ if [ -n "$MITOGEN" ]; then
   MITOGEN_STRATEGY="$mitogen_dir/ansible_mitogen/plugins/strategy"
 fi
 
-export ANSIBLE_CALLBACKS_ENABLED=ansible.builtin.timer,ansible.posix.profile_tasks,ddp.cluster.plugin_preload
+# CALLBACKS: the callbacks of both runs besides timer and profile_tasks (default: those ansible.cfg enables); A/B
+# runs of one of them: REUSE=1 CALLBACKS=ddp.cluster.plugin_preload benchmarks/converge.sh 3, alternated with the default.
+CALLBACKS="${CALLBACKS-ddp.cluster.plugin_preload,ddp.cluster.worker_gc}"
+[[ "$CALLBACKS" =~ ^[A-Za-z0-9_.,]*$ ]] || { echo "converge.sh: CALLBACKS is callback names separated by commas, got '$CALLBACKS'" >&2; exit 2; }
+export ANSIBLE_CALLBACKS_ENABLED=ansible.builtin.timer,ansible.posix.profile_tasks${CALLBACKS:+,$CALLBACKS}
 export PROFILE_TASKS_TASK_OUTPUT_LIMIT=all PROFILE_TASKS_SORT_ORDER=descending
 export ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
 
