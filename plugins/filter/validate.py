@@ -8,35 +8,11 @@ and the extra vars set for each node (hostvars), then applies module_utils/clust
 """
 from __future__ import annotations
 
-import glob
-import os
-
-import yaml
-
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddp.cluster.plugins.plugin_utils.compat_data import compat_resolve, plain
+from ansible_collections.ddp.cluster.plugins.plugin_utils.role_specs import role_specs
 from ansible_collections.ddp.cluster.plugins.module_utils.cluster.validate import PREFIXES, validate, values_problems
-
-ROLES_DIR = os.path.join(os.path.dirname(__file__), '..', '..', 'roles')
-
-_SPECS = {}
-
-
-def role_specs(roles_dir=ROLES_DIR):
-    """{role: argument_specs} of every role of the collection (cached)."""
-    roles_dir = os.path.realpath(roles_dir)
-    if roles_dir not in _SPECS:
-        specs = {}
-        for path in sorted(glob.glob(os.path.join(roles_dir, '*', 'meta', 'argument_specs.yml'))):
-            try:
-                with open(path, 'r') as handle:
-                    data = yaml.safe_load(handle) or {}
-            except (OSError, yaml.YAMLError) as exc:
-                raise AnsibleFilterError('cannot read %s: %s' % (path, exc))
-            specs[os.path.basename(os.path.dirname(os.path.dirname(path)))] = data.get('argument_specs') or {}
-        _SPECS[roles_dir] = specs
-    return _SPECS[roles_dir]
 
 
 def _node_values(host_vars):

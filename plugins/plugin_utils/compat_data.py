@@ -39,7 +39,8 @@ def load_matrix_file(path=MATRIX_PATH):
     if key not in _CACHE:
         try:
             with open(path, 'r') as handle:
-                data = yaml.safe_load(handle)
+                # libyaml's parser where PyYAML has it: the same objects as yaml.safe_load, parsed in C
+                data = yaml.load(handle, Loader=getattr(yaml, 'CSafeLoader', yaml.SafeLoader))  # nosec B506
             _CACHE.clear()
             _CACHE[key] = load_matrix(data)
         except (yaml.YAMLError, MatrixError) as exc:

@@ -4,11 +4,14 @@ forks the workers. benchmarks/filter_preload.sh measures what that saves."""
 from __future__ import annotations
 
 import pathlib
+import subprocess
+import sys
 
 import pytest
 import yaml
 
 from ansible_collections.ddp.cluster.plugins.filter.preload import FilterModule, preload
+from tests.checkout_env import checkout_env
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 # The entry points that contact nodes; local_cluster.yml and awx_setup.yml run on the controller only.
@@ -39,3 +42,91 @@ def test_every_entry_point_starts_with_the_preloading_play(entry):
     path, play = first_play(ROOT / "playbooks" / entry)
     assert path.name == "validate.yml", "%s starts with %s, not playbooks/validate.yml" % (entry, path)
     assert "| ddp.cluster.preload" in play["hosts"]
+
+
+_WRAPPER = """\
+import os
+import sys
+
+import yaml
+
+from ansible.plugins.loader import PluginLoader
+
+_load, _yaml_load = PluginLoader._load_module_source, yaml.load
+
+
+def _log(what):
+    with open(os.environ["PRELOAD_FILTER_TEST_LOG"], "a") as log:
+        log.write("%d %s\\n" % (os.getpid(), what))
+
+
+def _logged_load(self, *args, **kwargs):
+    # ansible-core 2.19 and later: keywords python_module_name and path; before: (name, path)
+    name = kwargs.get("python_module_name") or kwargs.get("name") or args[0]
+    if name not in sys.modules:
+        _log("module " + name)
+    return _load(self, *args, **kwargs)
+
+
+def _logged_yaml(stream, *args, **kwargs):
+    _log("yaml " + os.path.basename(getattr(stream, "name", "-")))
+    return _yaml_load(stream, *args, **kwargs)
+
+
+PluginLoader._load_module_source = _logged_load
+yaml.load = _logged_yaml
+from ansible.cli.playbook import main  # noqa: E402
+
+sys.exit(main())
+"""
+
+_PLAY = """\
+- name: Three skipped tasks that use a test, another collection's filter and the matrix
+  hosts: "{hosts}"
+  gather_facts: false
+  tasks:
+    - name: A test
+      ansible.builtin.debug:
+        msg: not shown
+      when: "'2.1' is version('3.0', '>')"
+    - name: community.general's filter
+      ansible.builtin.debug:
+        msg: not shown
+      when: "('x' | community.general.dict_kv('a')) == {{}}"
+    - name: The compatibility matrix
+      ansible.builtin.debug:
+        msg: not shown
+      when: "({{}} | ddp.cluster.compat_resolve).stack is not defined"
+"""
+
+
+def _worker_loads(tmp_path, hosts):
+    """Run the play with every plugin module a process loads from source, and every YAML file parsed through
+    yaml.load, logged with the process; return the main process's pid and the workers' lines."""
+    playbook, wrapper, log = tmp_path / "play.yml", tmp_path / "playbook_main.py", tmp_path / "loads.log"
+    playbook.write_text(_PLAY.format(hosts=hosts))
+    wrapper.write_text(_WRAPPER)
+    log.write_text("")
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text("[nodes]\nnode-a\nnode-b\n\n[nodes:vars]\nansible_connection=local\n"
+                         "ansible_python_interpreter=%s\n" % sys.executable)
+    env = checkout_env(PRELOAD_FILTER_TEST_LOG=str(log), ANSIBLE_LOCALHOST_WARNING="false",
+                       ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    proc = subprocess.Popen([sys.executable, str(wrapper), "-i", str(inventory), str(playbook)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = proc.communicate(timeout=180)[0]
+    assert proc.returncode == 0, out
+    assert "skipped=3" in out, out
+    lines = [line.split(" ", 1) for line in log.read_text().splitlines()]
+    return [what for pid, what in lines if int(pid) != proc.pid]
+
+
+def test_with_preload_no_worker_loads_the_plugins_or_parses_the_matrix(tmp_path):
+    """Without the filter in the play's hosts every worker (3 tasks on 2 hosts) loads ansible-core's test plugins,
+    community.general's filters or this collection's filters, and parses the matrix; with it the main process has
+    loaded them all, and no worker loads a plugin module or parses a YAML file."""
+    without = _worker_loads(tmp_path, "nodes")
+    assert any(w.startswith("module ansible.plugins.test.core") for w in without)
+    assert any("community.general.plugins.filter" in w for w in without)
+    assert "yaml compat_matrix.yml" in without
+    assert _worker_loads(tmp_path, "{{ 'nodes' | ddp.cluster.preload }}") == []
