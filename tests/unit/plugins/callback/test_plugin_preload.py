@@ -1,15 +1,13 @@
 """ddp.cluster.plugin_preload: the hosts' connection, shell and become plugins loaded once, in the main process."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import types
 
 import pytest
 
 from ansible_collections.ddp.cluster.plugins.callback.plugin_preload import (
     CallbackModule, host_inventory_var, plugins_for)
-from tests.checkout_env import checkout_env
+from tests.wrapped_playbook import THREE_TASKS, run
 
 
 def _host(own, *groups):
@@ -87,23 +85,6 @@ def test_each_plugin_loaded_once_and_a_failure_only_noted(monkeypatch):
         for name in ("nosuch", "ansible.builtin.nosuch")]
 
 
-_PLAY = """\
-- name: Three tasks on three hosts, none of which connects
-  hosts: all
-  gather_facts: false
-  tasks:
-    - name: One
-      ansible.builtin.debug:
-        msg: one
-    - name: Two
-      ansible.builtin.set_fact:
-        two: 2
-    - name: Three
-      ansible.builtin.debug:
-        msg: three
-"""
-
-
 _WRAPPER = """\
 import os
 import sys
@@ -132,22 +113,15 @@ def _config_def_loads(tmp_path, callbacks):
     parsed the ssh connection plugin's definitions under the name the inventory gives it, ansible.builtin.ssh.
     (ANSIBLE_DEBUG cannot tell: it makes the main process load
     every connection plugin, and it prints the workers' lines under the main process's pid.)"""
-    playbook, wrapper, log = tmp_path / "play.yml", tmp_path / "playbook_main.py", tmp_path / "defs.log"
-    playbook.write_text(_PLAY)
-    wrapper.write_text(_WRAPPER)
+    log = tmp_path / "defs.log"
     log.write_text("")
-    env = checkout_env(PRELOAD_TEST_LOG=str(log), ANSIBLE_CALLBACKS_ENABLED=callbacks, ANSIBLE_LOCALHOST_WARNING="false",
-                       ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
-    inventory = tmp_path / "hosts.ini"
-    inventory.write_text("[nodes]\nnode-a\nnode-b\nnode-c\n\n[nodes:vars]\nansible_connection=ansible.builtin.ssh\n")
-    proc = subprocess.Popen([sys.executable, str(wrapper), "-i", str(inventory), str(playbook)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    out = proc.communicate(timeout=120)[0]
-    assert proc.returncode == 0, out
+    main, out = run(tmp_path, _WRAPPER, THREE_TASKS,
+                    "[nodes]\nnode-a\nnode-b\nnode-c\n\n[nodes:vars]\nansible_connection=ansible.builtin.ssh\n",
+                    PRELOAD_TEST_LOG=str(log), ANSIBLE_CALLBACKS_ENABLED=callbacks)
     assert "ok: [node-c]" in out
     pids = [int(line.split()[0]) for line in log.read_text().splitlines()
             if line.split()[1] == "connection/ansible_collections.ansible.builtin.plugins.connection.ssh"]
-    return proc.pid, pids
+    return main, pids
 
 
 def test_under_ansible_playbook_the_workers_no_longer_parse_it(tmp_path):

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from tests.checkout_env import ROOT, checkout_env
+from tests.wrapped_playbook import THREE_TASKS, local_inventory, run
 
 _FORKS = """\
 import gc
@@ -66,22 +67,6 @@ def test_children_forked_after_the_call_freeze_what_they_inherit_and_the_parent_
     assert parent == "0"  # the main process keeps collecting its own objects
 
 
-_PLAY = """\
-- name: Three tasks on three hosts
-  hosts: nodes
-  gather_facts: false
-  tasks:
-    - name: One
-      ansible.builtin.debug:
-        msg: one
-    - name: Two
-      ansible.builtin.set_fact:
-        two: 2
-    - name: Three
-      ansible.builtin.debug:
-        msg: three
-"""
-
 _WRAPPER = """\
 import gc
 import os
@@ -108,22 +93,12 @@ sys.exit(main())
 def _worker_freeze_counts(tmp_path, callbacks):
     """Run the play through ansible-playbook's own main() with every worker logging, as it starts its task, its pid
     and how many objects its collector has frozen; return the main process's pid and the logged (pid, count)."""
-    playbook, wrapper, log = tmp_path / "play.yml", tmp_path / "playbook_main.py", tmp_path / "gc.log"
-    playbook.write_text(_PLAY)
-    wrapper.write_text(_WRAPPER)
+    log = tmp_path / "gc.log"
     log.write_text("")
-    inventory = tmp_path / "hosts.ini"
-    inventory.write_text("[nodes]\nnode-a\nnode-b\nnode-c\n\n[nodes:vars]\nansible_connection=local\n"
-                         "ansible_python_interpreter=%s\n" % sys.executable)
-    env = checkout_env(WORKER_GC_TEST_LOG=str(log), ANSIBLE_CALLBACKS_ENABLED=callbacks,
-                       ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
-                       ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
-    proc = subprocess.Popen([sys.executable, str(wrapper), "-i", str(inventory), str(playbook)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    out = proc.communicate(timeout=120)[0]
-    assert proc.returncode == 0, out
+    main, out = run(tmp_path, _WRAPPER, THREE_TASKS, local_inventory("node-a", "node-b", "node-c"),
+                    WORKER_GC_TEST_LOG=str(log), ANSIBLE_CALLBACKS_ENABLED=callbacks)
     assert "ok: [node-c]" in out
-    return proc.pid, [tuple(int(x) for x in line.split()) for line in log.read_text().splitlines()]
+    return main, [tuple(int(x) for x in line.split()) for line in log.read_text().splitlines()]
 
 
 def test_under_ansible_playbook_every_worker_starts_with_its_inheritance_frozen(tmp_path):
