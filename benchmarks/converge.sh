@@ -83,9 +83,11 @@ if [ -n "$MITOGEN" ]; then
   MITOGEN_STRATEGY="$mitogen_dir/ansible_mitogen/plugins/strategy"
 fi
 
-# CALLBACKS: the callbacks of both runs besides timer and profile_tasks (default: those ansible.cfg enables); A/B
-# runs of one of them: REUSE=1 CALLBACKS=ddp.cluster.plugin_preload benchmarks/converge.sh 3, alternated with the default.
-CALLBACKS="${CALLBACKS-ddp.cluster.plugin_preload,ddp.cluster.worker_gc}"
+# CALLBACKS: the callbacks of both runs besides timer and profile_tasks (default: those ansible.cfg enables, read from
+# its callbacks_enabled line); A/B runs of one of them: REUSE=1 CALLBACKS=ddp.cluster.plugin_preload
+# benchmarks/converge.sh 3, alternated with the default.
+cfg_callbacks=$(sed -n 's/^callbacks_enabled *= *//p' ansible.cfg | tr -d ' ' | tr ',' '\n' | { grep -vx 'ansible.builtin.timer' || true; } | paste -sd, -)
+CALLBACKS="${CALLBACKS-$cfg_callbacks}"
 [[ "$CALLBACKS" =~ ^[A-Za-z0-9_.,]*$ ]] || { echo "converge.sh: CALLBACKS is callback names separated by commas, got '$CALLBACKS'" >&2; exit 2; }
 export ANSIBLE_CALLBACKS_ENABLED=ansible.builtin.timer,ansible.posix.profile_tasks${CALLBACKS:+,$CALLBACKS}
 export PROFILE_TASKS_TASK_OUTPUT_LIMIT=all PROFILE_TASKS_SORT_ORDER=descending

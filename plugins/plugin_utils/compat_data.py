@@ -25,6 +25,10 @@ from ansible_collections.ddp.cluster.plugins.module_utils.compat import (
 
 MATRIX_PATH = os.path.join(os.path.dirname(__file__), '..', '..', 'data', 'compat_matrix.yml')
 
+# libyaml's parser where PyYAML was built with it (the same objects as yaml.SafeLoader, parsed in C); the collection's
+# data files (the matrix here, the roles' argument specs in role_specs.py) are read with it.
+SAFE_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+
 _CACHE = {}
 
 
@@ -39,8 +43,7 @@ def load_matrix_file(path=MATRIX_PATH):
     if key not in _CACHE:
         try:
             with open(path, 'r') as handle:
-                # libyaml's parser where PyYAML has it: the same objects as yaml.safe_load, parsed in C
-                data = yaml.load(handle, Loader=getattr(yaml, 'CSafeLoader', yaml.SafeLoader))  # nosec B506
+                data = yaml.load(handle, Loader=SAFE_LOADER)  # nosec B506: a safe loader
             _CACHE.clear()
             _CACHE[key] = load_matrix(data)
         except (yaml.YAMLError, MatrixError) as exc:

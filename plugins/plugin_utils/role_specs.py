@@ -17,10 +17,9 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-ROLES_DIR = os.path.join(os.path.dirname(__file__), '..', '..', 'roles')
+from ansible_collections.ddp.cluster.plugins.plugin_utils.compat_data import SAFE_LOADER
 
-# libyaml's parser where PyYAML was built with it (the same objects as yaml.SafeLoader, parsed in C)
-SAFE_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+ROLES_DIR = os.path.join(os.path.dirname(__file__), '..', '..', 'roles')
 
 _SPECS = {}
 
