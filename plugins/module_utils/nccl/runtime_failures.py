@@ -440,8 +440,9 @@ def _store_problem(entry, subject):
         message = "could not connect to the c10d store at %s:%s within %s" % (entry["host"], entry["port"],
                                                                               entry["t"])
         fix = "check that %s resolves to the first node's fabric address on every node (not 127.0.x.x), that " \
-              "the process there started, and that port %s is open between the nodes" % (entry["host"],
-                                                                                         entry["port"])
+              "the process there started, and that port %s is open between the nodes. If the process there " \
+              "starts later than this one (busy CPUs, a slow import of torch), give the store longer: torchrun's " \
+              "--rdzv-conf read_timeout=S (ddp-torchrun.sbatch: DDP_HANG_TIMEOUT)" % (entry["host"], entry["port"])
     else:
         message = "the c10d store connection failed: %s" % entry["text"]
         fix = "the store lives in rank 0's process on the first node: if that process died, its own log has the " \
