@@ -23,7 +23,9 @@ ROUNDS="${ROUNDS:-2}"
 PORT="${PORT:-29400}"
 USER_NAME="${USER_NAME:-ddp}"
 ENV_PATH="${ENV_PATH:-/opt/ddp/venv}"
-[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "allreduce_launch.sh: ROUNDS is a positive integer, got '$ROUNDS'" >&2; exit 2; }
+# shellcheck source=benchmarks/lib/args.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/args.sh"
+positive_ints allreduce_launch.sh ROUNDS
 [[ "$PORT" =~ ^[1-9][0-9]*$ ]] || { echo "allreduce_launch.sh: PORT is a port number, got '$PORT'" >&2; exit 2; }
 
 mapfile -t nodes < <(podman ps --filter "label=ddp.cluster=$LABEL" --format '{{.Names}}' | sort)

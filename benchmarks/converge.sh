@@ -45,9 +45,9 @@ for n in "$@"; do
 done
 FORKS="${FORKS:-$(awk -F' *= *' '$1 == "forks" { print $2 }' ansible.cfg)}"
 CONTROLLER_CORES="${CONTROLLER_CORES:-$FORKS}"
-for v in FORKS CONTROLLER_CORES; do
-  [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || { echo "converge.sh: $v is a positive integer, got '${!v}'" >&2; exit 2; }
-done
+# shellcheck source=benchmarks/lib/args.sh
+. "$ROOT/benchmarks/lib/args.sh"
+positive_ints converge.sh FORKS CONTROLLER_CORES
 
 PREFIX="${PREFIX:-}"
 CLUSTER_ARGS=()

@@ -22,9 +22,9 @@ shift
 [ "$#" -gt 0 ] || set -- .venv
 ROUNDS="${ROUNDS:-2}"
 RUNS="${RUNS:-20}"
-for v in ROUNDS RUNS; do
-  [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || { echo "module_floor.sh: $v is a positive integer, got '${!v}'" >&2; exit 2; }
-done
+# shellcheck source=benchmarks/lib/args.sh
+. "$ROOT/benchmarks/lib/args.sh"
+positive_ints module_floor.sh ROUNDS RUNS
 for venv in "$@"; do
   [ -x "$venv/bin/ansible-playbook" ] || { echo "module_floor.sh: no $venv/bin/ansible-playbook" >&2; exit 2; }
 done

@@ -18,9 +18,9 @@ LABEL="${1:-local}"
 ROUNDS="${ROUNDS:-2}"
 TRIALS="${TRIALS:-4}"
 USER_NAME="${USER_NAME:-ddp}"
-for name in ROUNDS TRIALS; do
-  [[ "${!name}" =~ ^[1-9][0-9]*$ ]] || { echo "slurm_step_overlap.sh: $name is a positive integer, got '${!name}'" >&2; exit 2; }
-done
+# shellcheck source=benchmarks/lib/args.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/args.sh"
+positive_ints slurm_step_overlap.sh ROUNDS TRIALS
 [[ "$USER_NAME" =~ ^[a-z_][a-z0-9_-]*$ ]] || { echo "slurm_step_overlap.sh: USER_NAME is a user name, got '$USER_NAME'" >&2; exit 2; }
 
 mapfile -t nodes < <(podman ps --filter "label=ddp.cluster=$LABEL" --format '{{.Names}}' | sort -V)

@@ -24,9 +24,9 @@ BIN="${VENV:-.venv}/bin"
 INVENTORY="${1:-inventory/local}"
 TASKS="${TASKS:-40}"
 ROUNDS="${ROUNDS:-2}"
-for v in TASKS ROUNDS; do
-  [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || { echo "task_cost.sh: $v is a positive integer, got '${!v}'" >&2; exit 2; }
-done
+# shellcheck source=benchmarks/lib/args.sh
+. "$ROOT/benchmarks/lib/args.sh"
+positive_ints task_cost.sh TASKS ROUNDS
 [ -x "$BIN/ansible-playbook" ] || { echo "task_cost.sh: no $BIN/ansible-playbook (make venv)" >&2; exit 2; }
 [ -e "$INVENTORY" ] || { echo "task_cost.sh: no inventory $INVENTORY" >&2; exit 2; }
 nodes=$("$BIN/ansible" -i "$INVENTORY" ddp_nodes --list-hosts 2>/dev/null | tail -n +2 | grep -c . || true)
