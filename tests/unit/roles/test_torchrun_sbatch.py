@@ -112,7 +112,9 @@ def test_the_shared_storage_check_overlaps_the_training_steps(tmp_path):
     assert check[:2] == ["--overlap", "--mem=1M"] and "--nodes=2" in check
 
 
-def test_a_rdzv_conf_without_its_value_is_refused_before_any_step(tmp_path):
-    done, launches = run_job(tmp_path, "--max-restarts=1 --rdzv-conf")
-    assert done.returncode == 2 and launches == []
-    assert "DDP_TORCHRUN_ARGS ends with --rdzv-conf and no value" in done.stderr
+@pytest.mark.parametrize("given, named", [("--max-restarts=1 --rdzv-conf", "--rdzv-conf"),
+                                          ("--rdzv_conf= --max-restarts=1", "--rdzv_conf")])
+def test_a_rdzv_conf_without_its_value_is_refused_before_any_step(tmp_path, given, named):
+    done, launches = run_job(tmp_path, given, DDP_SHARED_DIR=str(tmp_path / "shared"))
+    assert done.returncode == 2 and launches == [] and not (tmp_path / "srun.log").exists()
+    assert "DDP_TORCHRUN_ARGS has %s with no value" % named in done.stderr
