@@ -76,7 +76,8 @@ _REASONS = (
     (r"^Not responding|not responding",
      "SLURM_NODE_NOT_RESPONDING", "slurmctld has not heard from slurmd within SlurmdTimeout",
      "on the node: `systemctl status slurmd munge`, the firewall (6817/6818 between controller and node), the "
-     "clock, and slurmd.log; it returns by itself once slurmd answers (ReturnToService), else resume it"),
+     "clock, and slurmd.log; it returns by itself once slurmd registers again (ReturnToService), else resume it; "
+     "one set DOWN while munge was stopped registers only when slurmd restarts (`systemctl restart slurmd`)"),
     (r"unexpectedly rebooted",
      "SLURM_NODE_REBOOTED", "the node rebooted without Slurm asking for it (ReturnToService=1 keeps it DOWN)",
      "find why it rebooted (`journalctl --list-boots`, kernel panic, BMC/IPMI SEL, power), run the health check, "

@@ -356,18 +356,24 @@ def test_shipped_script_is_stdlib_and_torch_only():
 def test_default_script_is_where_pytorch_env_installs_it():
     assert nh.default_script("/opt/ddp/venv") == "/opt/ddp/venv/share/ddp-cluster/ddp_nccl_allreduce.py"
     assert nh.default_script("/opt/ddp/venv/") == "/opt/ddp/venv/share/ddp-cluster/ddp_nccl_allreduce.py"
-    with open(os.path.join(ROOT, "roles", "pytorch_env", "tasks", "main.yml")) as handle:
-        tasks = handle.read()
+    role = os.path.join(ROOT, "roles", "pytorch_env")
+    with open(os.path.join(role, "vars", "main.yml")) as handle:
+        role_vars = yaml.safe_load(handle)
+    with open(os.path.join(role, "tasks", "files.yml")) as handle:
+        tasks = yaml.safe_load(handle)
     # the copy loops over the paths of the shipped programs that differ on the node (a find call reads them first)
-    copy = [t for t in yaml.safe_load(tasks)
-            if "ddp_nccl_allreduce.py" in (t.get("vars") or {}).get("__pytorch_env_programs", [])]
+    copy = [t for t in tasks if "__pytorch_env_programs_wanted" in str(t.get("loop", ""))]
     assert len(copy) == 1, "pytorch_env installs the script once"
-    assert "__pytorch_env_programs" in copy[0]["loop"]
-    assert "ddp_dist.py" in copy[0]["vars"]["__pytorch_env_programs"], "and the module it imports, beside it"
+    assert "ddp_nccl_allreduce.py" in role_vars["__pytorch_env_programs"]
+    assert "ddp_dist.py" in role_vars["__pytorch_env_programs"], "and the module it imports, beside it"
     assert copy[0]["ansible.builtin.copy"]["dest"] == "{{ item }}"
     # into the stack's own folder, which pytorch_env_path is a link to (switch.yml): <env>/share/ddp-cluster through it
-    assert "__pytorch_env_target ~ '/share/ddp-cluster/'" in copy[0]["vars"]["__pytorch_env_programs_wanted"]
-    with open(os.path.join(ROOT, "roles", "pytorch_env", "tasks", "switch.yml")) as handle:
+    assert "__pytorch_env_target ~ '/share/ddp-cluster/'" in role_vars["__pytorch_env_programs_wanted"]
+    with open(os.path.join(role, "tasks", "main.yml")) as handle:
+        include = [t for t in yaml.safe_load(handle) if t.get("ansible.builtin.include_tasks") == "files.yml"]
+    assert include and "__pytorch_env_files_todo" in include[0]["when"]
+    assert "__pytorch_env_programs_wanted" in role_vars["__pytorch_env_files_todo"]
+    with open(os.path.join(role, "tasks", "switch.yml")) as handle:
         link = [t for t in yaml.safe_load(handle) if "ansible.builtin.file" in t and t["ansible.builtin.file"].get("state") == "link"]
     assert link and link[0]["ansible.builtin.file"]["dest"] == "{{ pytorch_env_path }}"
     assert link[0]["ansible.builtin.file"]["src"] == "{{ __pytorch_env_target }}"
