@@ -10,10 +10,16 @@ here as differing only costs their usual round trip, which reports no change.
 """
 from __future__ import annotations
 
+import hashlib
 import posixpath
+import re
+from collections.abc import Mapping
 
 
 _STATES = ("file", "directory")
+# Octal permission text as the file module takes it: three or four digits, optionally one leading zero more
+# ("755", "0755", "01777").
+_MODE = re.compile(r"0?[0-7]{3,4}")
 
 
 def differing(found, wanted):
@@ -46,6 +52,73 @@ def differing(found, wanted):
         if entry is None or not _holds(entry, want, state):
             todo.append(path)
     return todo
+
+
+def directory_wants(paths, owner="root", group=None, mode="0755"):
+    """The wanted entries of folders that one owner holds with one mode, as :func:`differing` takes them.
+
+    :param paths: absolute folder paths (str), in the order a role creates them.
+    :param owner: user name; ``group`` defaults to it (the user's own group, as useradd makes it).
+    :param mode: octal text, e.g. "0755" (an int would be read as decimal by the file module: refused).
+    :returns: ``[{"path", "state": "directory", "owner", "group", "mode"}, ...]`` in the order of ``paths``.
+    :raises ValueError: a path that is not absolute text, an owner or group that is not a non-empty name, or a mode
+        that is not octal text.
+    """
+    return [dict(_want(path, owner, group, mode), state="directory") for path in _paths(paths)]
+
+
+def file_wants(paths, contents, owner="root", group=None, mode="0644"):
+    """The wanted entries of files as a role writes them, with the SHA-1 of each one's content.
+
+    The checksum is SHA-1 of the content's UTF-8 bytes (undecodable bytes kept as surrogate escapes), which is what
+    ``ansible.builtin.find`` reports for the file written from that text and what Ansible's ``hash('sha1')`` filter
+    gives for it.
+
+    :param paths: absolute file paths (str).
+    :param contents: one text (str, or bytes as read) per path, in the same order: what the role writes there.
+    :param owner: user name; ``group`` defaults to it.
+    :param mode: octal text, e.g. "0644".
+    :returns: ``[{"path", "state": "file", "checksum", "owner", "group", "mode"}, ...]`` in the order of ``paths``.
+    :raises ValueError: as :func:`directory_wants`, and where ``contents`` is not one text per path.
+    """
+    paths = _paths(paths)
+    contents = _listed(contents, "contents, one per path")
+    if len(contents) != len(paths):
+        raise ValueError("file_wants got %d paths and %d contents: one content per path" % (len(paths), len(contents)))
+    out = []
+    for path, content in zip(paths, contents):
+        if isinstance(content, str):
+            content = content.encode("utf-8", "surrogateescape")
+        elif not isinstance(content, bytes):
+            raise ValueError("the content for %s is %s, not text" % (path, type(content).__name__))
+        out.append(dict(_want(path, owner, group, mode), state="file", checksum=hashlib.sha1(content).hexdigest()))
+    return out
+
+
+def _listed(values, what):
+    # a list, tuple or generator (Jinja's map); one text or a mapping is refused, not taken letter by letter or key
+    # by key
+    if isinstance(values, (str, bytes, Mapping)) or not hasattr(values, "__iter__"):
+        raise ValueError("wants need a list of %s, got %s" % (what, type(values).__name__))
+    return list(values)
+
+
+def _paths(paths):
+    paths = _listed(paths, "paths")
+    for path in paths:
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise ValueError("a wanted path must be absolute text, got %r" % (path,))
+    return paths
+
+
+def _want(path, owner, group, mode):
+    group = owner if group is None else group
+    for what, name in (("owner", owner), ("group", group)):
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError("the %s of %s must be a user or group name, got %r" % (what, path, name))
+    if not isinstance(mode, str) or not _MODE.fullmatch(mode):
+        raise ValueError("the mode of %s must be octal text such as '0755', got %r" % (path, mode))
+    return {"path": path, "owner": owner, "group": group, "mode": mode}
 
 
 def _norm(path):
