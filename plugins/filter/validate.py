@@ -8,7 +8,9 @@ and the extra vars set for each node (hostvars), then applies module_utils/clust
 """
 from __future__ import annotations
 
+from ansible import constants as C
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.facts import default_collectors
 
 from ansible_collections.ddp.cluster.plugins.plugin_utils.compat_data import compat_resolve, plain
 from ansible_collections.ddp.cluster.plugins.plugin_utils.role_specs import role_specs
@@ -40,6 +42,44 @@ def _node_values(host_vars):
     return values, errors
 
 
+# Facts ansible.builtin.setup reports on Linux that its collectors do not list in their fact ids (facts named after
+# their collector, the platform's host names and userspace, the hardware's memory, processor and DMI keys, the
+# distribution's file details); tests/unit/test_fact_namespace.py checks the whole list against a real setup run.
+_UNLISTED_FACTS = (
+    'apparmor', 'cmdline', 'proc_cmdline', 'date_time', 'distribution', 'distribution_minor_version',
+    'distribution_file_parsed', 'distribution_file_path', 'distribution_file_variety', 'dns', 'env',
+    'fibre_channel_wwn', 'fips', 'loadavg', 'lsb', 'pkg_mgr', 'python', 'selinux', 'selinux_python_present',
+    'service_mgr', 'iscsi_iqn', 'hostnqn', 'locally_reachable_ips', 'effective_group_id', 'real_group_id',
+    'hostname', 'fqdn', 'nodename', 'domain', 'userspace_bits', 'userspace_architecture',
+    'memtotal_mb', 'memfree_mb', 'swaptotal_mb', 'swapfree_mb', 'memory_mb', 'processor_vcpus', 'processor_nproc',
+    'processor_threads_per_core', 'uptime_seconds', 'device_links', 'lvm', 'flags', 'form_factor', 'system_vendor',
+    'product_name', 'product_serial', 'product_uuid', 'product_version', 'bios_date', 'bios_vendor', 'bios_version',
+    'board_asset_tag', 'board_name', 'board_serial', 'board_vendor', 'board_version', 'chassis_asset_tag',
+    'chassis_serial', 'chassis_vendor', 'chassis_version')
+
+
+def fact_variables(inject=None):
+    """The top-level fact variables (``ansible_<fact>``) a run does not define, as a sorted list of str.
+
+    Empty where ansible-core injects facts as variables (``INJECT_FACTS_AS_VARS``, ansible.cfg's
+    ``inject_facts_as_vars``; True by default until ansible-core 2.24 removes it); else the facts ansible-core's
+    default collectors list in their fact ids, and ``_UNLISTED_FACTS``. The local facts (``local``) stay a variable
+    either way. Facts named after a network interface (the prefix ansible_ and the interface's name) are not
+    listed: a value reading one is left to the node, as before.
+
+    :param inject: whether facts are injected; None reads ansible-core's setting.
+    """
+    if inject is None:
+        inject = C.INJECT_FACTS_AS_VARS
+    if inject:
+        return []
+    names = set(_UNLISTED_FACTS)
+    for collector in default_collectors.collectors:
+        names.update(getattr(collector, '_fact_ids', None) or ())
+    names.discard('local')
+    return sorted('ansible_' + name for name in names)
+
+
 def validate_problems(hostvars, nodes, head_hosts=None, nodes_group='ddp_nodes', head_group='ddp_head'):
     """hostvars, node names -> list of {code, variable, message, fix} (module_utils/cluster/validate.py)."""
     nodes = [str(n) for n in (nodes or [])]
@@ -51,6 +91,7 @@ def validate_problems(hostvars, nodes, head_hosts=None, nodes_group='ddp_nodes',
         'nodes_group': str(nodes_group),
         'head_group': str(head_group),
         'role_specs': role_specs(),
+        'fact_variables': fact_variables(),
     }
     problems = validate(cfg)
     return problems + _stack_problems(cfg['nodes'][nodes[0]] if nodes else {})

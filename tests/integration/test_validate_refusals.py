@@ -49,6 +49,7 @@ CASES = [
      "ddp_torchvision_version"),
     ({"slurm_job_elastic": "3:2"}, "VALIDATE_ELASTIC_NODES", "slurm_job_elastic"),
     ({"ddp_shared_dir": "/tmp/checkpoints"}, "VALIDATE_SHARED_DIR", "ddp_shared_dir"),
+    ({"ddp_rdzv_addr": "{{ ansible_default_ipv4.address }}"}, "VALIDATE_FACT_VARIABLE", "ddp_rdzv_addr"),
 ]
 # A few classes against each stage playbook run alone (an AWX job template).
 STAGE_CASES = [CASES[0], CASES[5], CASES[9], CASES[15]]

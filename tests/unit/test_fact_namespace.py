@@ -6,6 +6,7 @@ a run with ``inject_facts_as_vars = False`` does not define them. The fact names
 """
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import re
@@ -13,7 +14,9 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
+from ansible_collections.ddp.cluster.plugins.filter.validate import fact_variables
 from checkout_env import checkout_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -23,7 +26,7 @@ CONTENT = ("roles", "playbooks", "plugins", "benchmarks", "inventory", "molecule
 
 
 @pytest.fixture(scope="module")
-def fact_names(tmp_path_factory):
+def setup_facts(tmp_path_factory):
     env = checkout_env(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
                        ANSIBLE_NOCOLOR="1")
     proc = subprocess.run([ANSIBLE_BIN, "localhost", "-i", "localhost,", "-c", "local", "-m", "ansible.builtin.setup",
@@ -33,8 +36,12 @@ def fact_names(tmp_path_factory):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # the JSON document first; the timer callback that ansible.cfg enables prints its line after it
     result = json.JSONDecoder().raw_decode(proc.stdout.lstrip())[0]
-    facts = result["plays"][0]["tasks"][0]["hosts"]["localhost"]["ansible_facts"]
-    names = {name[len("ansible_"):] if name.startswith("ansible_") else name for name in facts}
+    return result["plays"][0]["tasks"][0]["hosts"]["localhost"]["ansible_facts"]
+
+
+@pytest.fixture(scope="module")
+def fact_names(setup_facts):
+    names = {name[len("ansible_"):] if name.startswith("ansible_") else name for name in setup_facts}
     assert {"distribution", "date_time", "default_ipv4", "hostname"} <= names
     return names
 
@@ -83,3 +90,27 @@ def test_no_content_reads_an_injected_fact(fact_names):
                 if uses:
                     found[os.path.relpath(os.path.join(folder, name), ROOT)] = uses
     assert found == {}
+
+
+def test_the_checkout_and_every_scenario_inject_no_fact_variables():
+    # ansible.cfg and each molecule scenario (whose ansible.cfg molecule writes from config_options): a run from the
+    # checkout defines no ansible_<fact> variables, so anything that still read one fails in the tests.
+    parser = configparser.ConfigParser()
+    parser.read(os.path.join(ROOT, "ansible.cfg"))
+    assert parser.getboolean("defaults", "inject_facts_as_vars") is False
+    scenarios = os.path.join(ROOT, "molecule")
+    for name in sorted(os.listdir(scenarios)):
+        with open(os.path.join(scenarios, name, "molecule.yml"), encoding="utf-8") as handle:
+            config = yaml.safe_load(handle)
+        assert config["provisioner"]["config_options"]["defaults"]["inject_facts_as_vars"] is False, name
+
+
+def test_the_validate_stage_knows_every_fact_setup_reports(setup_facts):
+    # validate refuses a value that reads ansible_<fact> where facts are not injected (VALIDATE_FACT_VARIABLE): the
+    # names it knows are every one that setup reported here, less those named after a network interface.
+    interfaces = {"ansible_" + name.replace("-", "_") for name in setup_facts.get("ansible_interfaces", [])}
+    reported = {name for name in setup_facts if name.startswith("ansible_") and name != "ansible_local"} - interfaces
+    known = set(fact_variables(False))
+    assert reported - known == set()
+    assert fact_variables(True) == []
+    assert not {"ansible_local", "ansible_facts", "ansible_host", "ansible_user", "ansible_check_mode"} & known

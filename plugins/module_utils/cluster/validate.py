@@ -85,6 +85,7 @@ PROBLEM_CODES = (
     "VALIDATE_FIREWALL_SOURCE",
     "VALIDATE_FIREWALL_ZONE",
     "VALIDATE_TEMPLATE",
+    "VALIDATE_FACT_VARIABLE",
     "VALIDATE_SLURM",
     "VALIDATE_MUNGE_KEY",
     "VALIDATE_OFED_SOURCE",
@@ -1301,16 +1302,26 @@ _RUNTIME_NAMES = frozenset(("hostvars", "groups", "group_names", "inventory_host
 _UNDEFINED = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)' is undefined")
 
 
-def template_problem(name, error, known=()):
+def template_problem(name, error, known=(), fact_variables=()):
     """A value whose Jinja cannot be rendered on the controller, or None when it needs what only the node or
     the play has (a fact, a magic variable, a role default of ours).
 
     :param error: the text of the error (ansible-core < 2.19 raises) or the undefined marker's message.
+    :param fact_variables: the top-level fact variables (``ansible_<fact>``) that the run does not define
+        because ansible-core injects no facts as variables (``inject_facts_as_vars = False``); empty where it does.
+        A value that reads one of them is refused (VALIDATE_FACT_VARIABLE): on the node it would be undefined.
     """
     text = re.sub(r"^\w*(Undefined|Marker): (A captured exception marker was tripped: )?", "", str(error or ""))
     missing = _UNDEFINED.search(text)
     if missing:
         word = missing.group(1)
+        if word in fact_variables:
+            return _problem(
+                "VALIDATE_FACT_VARIABLE", name,
+                "%s reads the fact variable %s, which this run does not define: inject_facts_as_vars is False "
+                "(this checkout's ansible.cfg sets it; ansible-core 2.20 deprecates those variables, 2.24 removes "
+                "them)" % (name, word),
+                "write ansible_facts['%s'] instead of %s (it is the same fact)." % (word[len("ansible_"):], word))
         if word.startswith(("ansible_", "__")) or word in _RUNTIME_NAMES or word in known:
             return None
     elif "has no attribute" in text or "is undefined" in text:
@@ -1481,6 +1492,9 @@ def validate(cfg):
         role_specs   {role: {entry point: {options: {...}}}} from the roles' meta/argument_specs.yml
         unrendered   {inventory hostname: {variable: error}}: values whose Jinja could not be rendered on the
                      controller though they need no node facts (VALIDATE_TEMPLATE)
+        fact_variables  the top-level fact variables (``ansible_<fact>``) the run does not define (ansible.cfg's
+                     inject_facts_as_vars = False); empty or left out where ansible-core injects them
+                     (VALIDATE_FACT_VARIABLE, see template_problem)
 
     Returns problems without repeats, in a stable order.
     """
@@ -1488,6 +1502,7 @@ def validate(cfg):
     nodes = cfg.get("nodes") or {}
     known = known_options(cfg.get("role_specs"))
     unrendered = cfg.get("unrendered") or {}
+    fact_variables = frozenset(cfg.get("fact_variables") or ())
     out = []
 
     for host in sorted(nodes):
@@ -1502,7 +1517,7 @@ def validate(cfg):
     for host in sorted(nodes):
         values = nodes[host] or {}
         for name, error in sorted((unrendered.get(host) or {}).items()):
-            found = template_problem(name, error, known)
+            found = template_problem(name, error, known, fact_variables)
             if found:
                 out.append(found)
         out.extend(_node_problems(values, known, sorted(str(h) for h in nodes)))

@@ -401,6 +401,7 @@ def test_every_code_is_listed():
     codes.add("VALIDATE_DUPLICATE_HOST")
     codes.add("VALIDATE_BAD_HOSTNAME")
     codes.add("VALIDATE_TEMPLATE")
+    codes.add("VALIDATE_FACT_VARIABLE")
     assert codes == set(v.PROBLEM_CODES)
 
 
@@ -433,6 +434,24 @@ def test_values_that_need_the_node_are_left_to_it(error):
     problems = v.validate({"nodes": {"node0": {}}, "head_hosts": ["node0"], "role_specs": SPECS,
                            "unrendered": {"node0": {"slurm_health_check_program": error}}})
     assert problems == []
+
+
+@pytest.mark.parametrize("error", [
+    "UndefinedMarker: 'ansible_default_ipv4' is undefined",               # ansible-core >= 2.19
+    "AnsibleUndefinedVariable: 'ansible_default_ipv4' is undefined. 'ansible_default_ipv4' is undefined",  # < 2.19
+])
+def test_a_fact_variable_the_run_does_not_define_is_refused(error):
+    # inject_facts_as_vars = False: on the node ansible_default_ipv4 would be undefined as well
+    problems = v.validate({"nodes": {"node0": {}}, "head_hosts": ["node0"], "role_specs": SPECS,
+                           "unrendered": {"node0": {"ddp_rdzv_addr": error}},
+                           "fact_variables": ["ansible_default_ipv4", "ansible_hostname"]})
+    assert found(problems) == [("VALIDATE_FACT_VARIABLE", "ddp_rdzv_addr")]
+    assert "ansible_facts['default_ipv4']" in problems[0]["fix"]
+    # where facts are injected (fact_variables empty), or the name is not a fact's, the value is left to the node
+    for fact_variables in ([], ["ansible_hostname"]):
+        assert v.validate({"nodes": {"node0": {}}, "head_hosts": ["node0"], "role_specs": SPECS,
+                           "unrendered": {"node0": {"ddp_rdzv_addr": error}},
+                           "fact_variables": fact_variables}) == []
 
 
 def test_no_log_values_are_masked():
