@@ -1318,10 +1318,11 @@ def template_problem(name, error, known=(), fact_variables=()):
         if word in fact_variables:
             return _problem(
                 "VALIDATE_FACT_VARIABLE", name,
-                "%s reads the fact variable %s, which this run does not define: inject_facts_as_vars is False "
-                "(this checkout's ansible.cfg sets it; ansible-core 2.20 deprecates those variables, 2.24 removes "
-                "them)" % (name, word),
-                "write ansible_facts['%s'] instead of %s (it is the same fact)." % (word[len("ansible_"):], word))
+                "%s reads the fact variable %s (in its value or in a variable it uses), which this run does not "
+                "define: inject_facts_as_vars is False (the checkout's ansible.cfg, or ANSIBLE_INJECT_FACT_VARS; "
+                "ansible-core 2.20 deprecates those variables, 2.24 removes them)" % (name, word),
+                "write ansible_facts['%s'] where %s is written (it is the same fact), or run with "
+                "ANSIBLE_INJECT_FACT_VARS=True." % (word[len("ansible_"):], word))
         if word.startswith(("ansible_", "__")) or word in _RUNTIME_NAMES or word in known:
             return None
     elif "has no attribute" in text or "is undefined" in text:

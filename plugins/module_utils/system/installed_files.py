@@ -61,7 +61,7 @@ def directory_wants(paths, owner="root", group=None, mode="0755"):
     :param owner: user name; ``group`` defaults to it (the user's own group, as useradd makes it).
     :param mode: octal text, e.g. "0755" (an int would be read as decimal by the file module: refused).
     :returns: ``[{"path", "state": "directory", "owner", "group", "mode"}, ...]`` in the order of ``paths``.
-    :raises ValueError: a path that is not absolute text, an owner or group that is not a non-empty name, or a mode
+    :raises ValueError: a path that is not absolute text, an owner or group that is empty or not text, or a mode
         that is not octal text.
     """
     return [dict(_want(path, owner, group, mode), state="directory") for path in _paths(paths)]
@@ -84,7 +84,7 @@ def file_wants(paths, contents, owner="root", group=None, mode="0644"):
     paths = _paths(paths)
     contents = _listed(contents, "contents, one per path")
     if len(contents) != len(paths):
-        raise ValueError("file_wants got %d paths and %d contents: one content per path" % (len(paths), len(contents)))
+        raise ValueError("%d path(s) and %d content(s) given: one content per path" % (len(paths), len(contents)))
     out = []
     for path, content in zip(paths, contents):
         if isinstance(content, str):
@@ -115,7 +115,7 @@ def _want(path, owner, group, mode):
     group = owner if group is None else group
     for what, name in (("owner", owner), ("group", group)):
         if not isinstance(name, str) or not name.strip():
-            raise ValueError("the %s of %s must be a user or group name, got %r" % (what, path, name))
+            raise ValueError("the %s of %s must be a name (text), got %r" % (what, path, name))
     if not isinstance(mode, str) or not _MODE.fullmatch(mode):
         raise ValueError("the mode of %s must be octal text such as '0755', got %r" % (path, mode))
     return {"path": path, "owner": owner, "group": group, "mode": mode}

@@ -139,7 +139,7 @@ def test_file_wants_name_a_file_whose_content_differs_and_not_one_that_matches()
     (lambda: directory_wants(["/etc/ddp"], mode=493), "octal text"),                # YAML's unquoted 0755
     (lambda: directory_wants(["/etc/ddp"], mode="0855"), "octal text"),
     (lambda: directory_wants(["/etc/ddp"], mode="u+rwx"), "octal text"),
-    (lambda: file_wants(["/a", "/b"], ["x"]), "2 paths and 1 contents"),
+    (lambda: file_wants(["/a", "/b"], ["x"]), "2 path\\(s\\) and 1 content\\(s\\)"),
     (lambda: file_wants(["/a"], "x"), "list of contents"),
     (lambda: file_wants(["/a"], {"/a": "x"}), "list of contents"),
     (lambda: file_wants(["/a"], [None]), "not text"),
