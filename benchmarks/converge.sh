@@ -227,11 +227,13 @@ for n in "$@"; do
     log="${LOG}N$n-$kind.log"
     [ "$kind" = nochange ] || [ -z "$REUSE" ] || continue
     printf '   %-9s port probe %5ss (start %ss + collect %ss), SSH check %ss\n' "$kind" \
-      "$(awk -v a="$(task_s "$log" "Start the rank-to-rank port probe on every node at once")" \
-             -v b="$(task_s "$log" "Collect every node's port probe")" 'BEGIN { printf "%.1f", a + b }')" \
-      "$(task_s "$log" "Start the rank-to-rank port probe on every node at once")" \
-      "$(task_s "$log" "Collect every node's port probe")" \
-      "$(task_s "$log" "ddp.cluster.ssh_trust : Check SSH from this node to every other node")"
+      "$(awk -v a="$(task_s "$log" "ddp.cluster.ddp_health : Start the rank-to-rank port probe on every node at once")" \
+             -v b="$(task_s "$log" "ddp.cluster.ddp_health : Collect every node's port probe")" 'BEGIN { printf "%.1f", a + b }')" \
+      "$(task_s "$log" "ddp.cluster.ddp_health : Start the rank-to-rank port probe on every node at once")" \
+      "$(task_s "$log" "ddp.cluster.ddp_health : Collect every node's port probe")" \
+      "$(awk -v a="$(task_s "$log" "ddp.cluster.ssh_trust : Check SSH from this node to every other node (or to the next one, where nothing changed)")" \
+             -v b="$(task_s "$log" "ddp.cluster.ssh_trust : Check SSH from this node to every other node, where a login of the ring failed")" \
+             'BEGIN { printf "%.1f", a + b }')"
   done
   echo "   slowest tasks of the no-change run:"
   sed -n '/^=====/,$p' "${LOG}N$n-nochange.log" | grep -E ' -+ [0-9.]+s$' | awk 'NR <= 8 { print "     " $0 }'
