@@ -231,7 +231,7 @@ for n in "$@"; do
              -v b="$(task_s "$log" "ddp.cluster.ddp_health : Collect every node's port probe")" 'BEGIN { printf "%.1f", a + b }')" \
       "$(task_s "$log" "ddp.cluster.ddp_health : Start the rank-to-rank port probe on every node at once")" \
       "$(task_s "$log" "ddp.cluster.ddp_health : Collect every node's port probe")" \
-      "$(awk -v a="$(task_s "$log" "ddp.cluster.ssh_trust : Check SSH from this node to every other node (or to the next one, where nothing changed)")" \
+      "$(awk -v a="$(task_s "$log" "ddp.cluster.ssh_trust : Check SSH from this node to every other node (or to one other, where nothing changed)")" \
              -v b="$(task_s "$log" "ddp.cluster.ssh_trust : Check SSH from this node to every other node, where a login of the ring failed")" \
              'BEGIN { printf "%.1f", a + b }')"
   done

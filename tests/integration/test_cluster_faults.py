@@ -181,3 +181,41 @@ def test_ssh_trust_names_the_pair_without_a_host_key():
     assert proc.returncode != 0
     assert re.search(r"\[SSH_PAIR_FAILED\] ddp-mol1 -> ddp-mol2: .*\[host_key_unknown\]", out), out[-3000:]
     assert "ddp-mol2 -> ddp-mol1" not in out
+
+
+def test_ssh_trust_ring_failure_checks_every_pair_and_is_remembered():
+    """A run with nothing to change checks SSH around a ring; ddp-mol2's sshd refuses the cluster user from
+    ddp-mol1's address (DenyUsers, which the role does not manage), so the ring's failed login makes every node log in
+    to every other, the problem names ddp-mol1 -> ddp-mol2 alone, and every node keeps the failure (the local fact
+    ddp_ssh_trust) until the run after the fix has checked every pair and removed it."""
+    addr = podman_exec("ddp-mol1", "hostname", "-I").stdout.split()[0]
+    drop_in = "/etc/ssh/sshd_config.d/zz-ddp-test-deny.conf"
+    fact = "/etc/ansible/facts.d/ddp_ssh_trust.fact"
+    # a run with nothing left to change in the trust first, so that the run below checks the ring
+    proc, _elapsed = run_playbook("playbooks/access.yml")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    podman_exec("ddp-mol2", "sh", "-c", "printf 'DenyUsers ddp@%s\\n' > %s && systemctl reload ssh" % (addr, drop_in))
+    try:
+        proc, _elapsed = run_playbook("playbooks/access.yml")
+    finally:
+        podman_exec("ddp-mol2", "sh", "-c", "rm -f %s && systemctl reload ssh" % drop_in)
+    try:
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0
+        every_pair = [block for block in out.split("TASK [")
+                      if block.startswith("ddp.cluster.ssh_trust : Check SSH from this node to every other node, "
+                                          "where a login of the ring failed]")]
+        assert every_pair and "ok: [ddp-mol2]" in every_pair[0], out[-3000:]
+        assert re.search(r"\[SSH_PAIR_FAILED\] ddp-mol1 -> ddp-mol2: .*\[auth_denied\]", out), out[-3000:]
+        assert "ddp-mol2 -> ddp-mol1" not in out
+        for node in NODES:
+            kept = podman_exec(node, "cat", fact, check=False)
+            assert kept.returncode == 0 and "SSH_PAIR_FAILED ddp-mol1 -> ddp-mol2" in kept.stdout, (node, kept)
+        proc, _elapsed = run_playbook("playbooks/access.yml")
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out[-3000:]
+        for node in NODES:
+            assert podman_exec(node, "test", "-e", fact, check=False).returncode == 1, node
+    finally:
+        for node in NODES:
+            podman_exec(node, "rm", "-f", fact)
