@@ -168,9 +168,24 @@ def allow_jobs(nodes):
 
 
 def job(jobid):
-    """{JobState, ExitCode, NodeList, BatchHost, Reason, ...} of ``scontrol show job -o`` (kept MinJobAge after it ends)."""
+    """{JobState, ExitCode, NodeList, BatchHost, Reason, ...} of ``scontrol show job -o``; once slurmctld has let the
+    job go (MinJobAge, 300 s after it ended), {JobState, ExitCode, NodeList, BatchHost} from the job's record in
+    slurmdbd (``sacct``: the allocation's line, and its batch step's node as BatchHost)."""
     out = on(HEAD, "scontrol", "show", "job", "-o", jobid, check=False).stdout
-    return dict(re.findall(r"(\w+)=(\S*)", out))
+    found = dict(re.findall(r"(\w+)=(\S*)", out))
+    if found.get("JobState"):
+        return found
+    out = on(HEAD, "sacct", "-n", "-P", "-j", jobid, "-o", "JobID,State,ExitCode,NodeList", check=False).stdout
+    for line in out.splitlines():
+        fields = line.split("|")
+        if len(fields) != 4:
+            continue
+        if fields[0] == jobid:
+            # "CANCELLED by 1000": the state is the first word
+            found.update(JobState=fields[1].split()[0] if fields[1] else "", ExitCode=fields[2], NodeList=fields[3])
+        elif fields[0] == jobid + ".batch":
+            found["BatchHost"] = fields[3]
+    return found
 
 
 ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY")

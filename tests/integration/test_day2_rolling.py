@@ -1,10 +1,12 @@
 """Rolling maintenance and a re-run under running jobs (README "Day 2"), on the converged nodes (``DDP_IT_NODES``,
 the Molecule nodes by default; tests/day2_support.py).
 
-1. ``rolling.yml`` (one node per batch) moves the training environment to another stack (``DDP_IT_ROLL_TO``: extra
-   vars as JSON; by default the same torch with one more package, ``six``: the local wheelhouse holds one CPU torch
-   build) while a torchrun job runs on every node: each batch is drained (``ddp:maintenance``), its jobs waited for,
-   the stack built in a folder of its own and switched to, ddp-health run, the node resumed. The long job completes
+1. ``rolling.yml`` (one node per batch, every stage: no ``--tags``) moves the training environment to another stack
+   (``DDP_IT_ROLL_TO``: extra vars as JSON; by default the same torch with one more package, ``six``: the local
+   wheelhouse holds one CPU torch build) while a torchrun job runs on every node: each batch is drained
+   (``ddp:maintenance``), its jobs waited for, every role of site.yml run on it (the batch is a run limited to its
+   node: the SSH check, the firewall zones and slurm.conf also reach the nodes outside it), the stack built in a
+   folder of its own and switched to, ddp-health run, the node resumed. The long job completes
    with exit 0, a job queued during the rollout runs, every node ends on the new stack, the summary says so.
 2. A node of the first batch that fails its health check (its Gloo interface names none it has) stays drained with
    its code (``ddp:IFNAME_NOT_FOUND``), the rollout stops there (``DAY2_ROLLOUT_STOPPED``) and the later batches are
@@ -31,7 +33,9 @@ from day2_support import (HEAD, NODES, PLAYBOOK_BIN, ROOT, allow_jobs, checkout_
                           write_inventory)
 
 NEW_STACK = json.loads(os.environ.get("DDP_IT_ROLL_TO", '{"pytorch_env_extra_packages": ["numpy", "six"]}'))
-ROLL = ["--tags", "pytorch_env", "-e", "ddp_rolling_batch=1", "-e", "ddp_drain_timeout=600"]
+ROLL = ["-e", "ddp_rolling_batch=1", "-e", "ddp_drain_timeout=600"]
+# The rollout that stops after its first batch: the training environment's stage alone.
+ROLL_ENV = ["--tags", "pytorch_env", *ROLL]
 TIMES = {}
 
 # make test runs these after the other cluster tests (tests/conftest.py), make day2-tests alone on fresh nodes.
@@ -85,6 +89,10 @@ def test_rolling_update_keeps_the_long_job_and_runs_the_queued_one(roll):
     after = {n: folder(n) for n in NODES}
     assert len(set(after.values())) == 1 and set(after.values()).isdisjoint(roll["before"].values()), after
     assert "rolling: every batch done" in out, out[-3000:]
+    # every stage ran on every batch, the SSH check of each batch from the nodes outside it too
+    checked = re.findall(r"^TASK \[ddp\.cluster\.ssh_trust : Check SSH from the nodes outside this run.*\n+ok: ",
+                         out, re.M)
+    assert len(checked) == len(NODES), out[-6000:]
     for node in NODES:
         assert re.search(r"%s: torch \S+ in %s," % (node, os.path.basename(after[node])), out), out[-3000:]
         assert node_states()[node] == ("idle", "none"), node_states()
@@ -100,7 +108,7 @@ def test_a_node_that_fails_its_health_check_stops_the_rollout(roll):
     try:
         # the stack the nodes are on (the new one once the first test ran): nothing to install, the batches only
         stack = ["-e", json.dumps(NEW_STACK)] if "new" in roll else []
-        rc, out, took = playbook("playbooks/rolling.yml", roll["inventory"], *ROLL, *stack)
+        rc, out, took = playbook("playbooks/rolling.yml", roll["inventory"], *ROLL_ENV, *stack)
         TIMES["rolling update stopped after its first batch"] = took
         assert rc != 0 and "[DAY2_ROLLOUT_STOPPED] %s failed the quick health tier" % first in out, out[-4000:]
         state, reason = node_states()[first]

@@ -22,7 +22,8 @@ zones; values whose Jinja cannot be rendered on the controller; conda without a 
 NCCL settings NCCL does not document (module_utils/fabric/rdma_config.py's rule); the rules the roles ran on
 the nodes (slurm's ids, controller and munge key, rdma's OFED source, the benchmark matrix of
 module_utils/report/benchmark.py, ddp-health's settings of module_utils/cluster/node_check.py); the launcher
-against the scheduler; and the inventory shape of module_utils/cluster/preflight.py. Values of ``no_log``
+against the scheduler; the variables a role reads once for the whole run, one value across the nodes
+(:data:`CLUSTER_WIDE`); and the inventory shape of module_utils/cluster/preflight.py. Values of ``no_log``
 options are masked (``********``) in every message.
 """
 from __future__ import annotations
@@ -34,6 +35,7 @@ import re
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.errors import ArgumentTypeError, ArgumentValueError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.ddp.cluster.plugins.module_utils.report.benchmark import variant_problems
 from ansible_collections.ddp.cluster.plugins.module_utils.cluster.node_check import ConfigError as HealthConfigError
@@ -93,6 +95,7 @@ PROBLEM_CODES = (
     "VALIDATE_HEALTH_CONFIG",
     "VALIDATE_SHARED_DIR",
     "VALIDATE_ELASTIC_NODES",
+    "VALIDATE_NOT_CLUSTER_WIDE",
 )
 
 # Variables with one of these prefixes are ours: a name that no role and no playbook reads is refused.
@@ -1475,6 +1478,57 @@ def _shrink_problems(values, nodes, head_hosts):
     return out
 
 
+# Variables a role reads once for the whole play (a run_once task, which runs with the first host's variables), so a
+# value set for some nodes only would be obeyed or ignored by the order of the inventory: ssh_trust's check (whether
+# it runs, every pair or a ring: its run_once summaries and stop) and whether root's account gets the trust (the key
+# source's run_once read of the key pairs). Each has a plain default in its argument spec.
+CLUSTER_WIDE = ("ssh_trust_verify", "ssh_trust_verify_every_pair", "ssh_trust_root")
+
+
+def _comparable(value, spec):
+    """A value as the role reads it, for comparing nodes; None where the type rule refuses it (named there)."""
+    if (spec or {}).get("type") == "bool":
+        try:
+            return boolean(value, strict=True)  # ansible-core's reading: yes/on/true/1 and no/off/false/0
+        except TypeError:
+            return None
+    if not isinstance(value, (str, int, float)) or value not in ((spec or {}).get("choices") or [value]):
+        return None
+    return value
+
+
+def _cluster_wide_problems(nodes, known):
+    """VALIDATE_NOT_CLUSTER_WIDE: a :data:`CLUSTER_WIDE` variable with two values across the nodes.
+
+    nodes: {inventory hostname: {variable: value}} as :func:`validate` takes it; a node that does not set the
+    variable has the argument spec's default (where the spec gives none, the nodes that set it are compared)."""
+    out = []
+    for name in CLUSTER_WIDE:
+        spec = known.get(name) or {}
+        if not any(name in (values or {}) for values in nodes.values()):
+            continue
+        by_value = {}
+        for host in sorted(nodes):
+            values = nodes[host] or {}
+            if name in values:
+                value, shown = _comparable(values[name], spec), repr(values[name])
+            elif "default" in spec:
+                value, shown = _comparable(spec["default"], spec), "%r (the default)" % (spec["default"],)
+            else:
+                continue
+            by_value.setdefault((type(value).__name__, value), (shown, []))[1].append(str(host))
+        # a value of the wrong type (None here) is VALIDATE_TYPE's or VALIDATE_CHOICE's to name
+        if len(by_value) > 1 and all(value is not None for _kind, value in by_value):
+            listed = "; ".join("%s on %s" % (shown, ", ".join(hosts)) for shown, hosts in
+                               sorted(by_value.values(), key=lambda item: item[1]))
+            out.append(_problem(
+                "VALIDATE_NOT_CLUSTER_WIDE", name,
+                "%s differs between the nodes (%s): the role reads it once for the whole run, from whichever node "
+                "comes first, so some nodes would not get the value set for them" % (name, listed),
+                "set %s once for every node (group_vars of the nodes group, or -e), not per host." % name))
+    return out
+
+
 def values_problems(values, role_specs, hosts=()):
     """The rules of one node's values (the ones :func:`validate` applies to each node), for a role that checks the
     variables it resolved when it runs without the validate stage."""
@@ -1547,6 +1601,7 @@ def validate(cfg):
         shape["rdzv_addr"] = addr
     out.extend(inventory_problems(shape))
     out.extend(_shrink_problems(first, sorted(nodes), list(cfg.get("head_hosts") or [])))
+    out.extend(_cluster_wide_problems(nodes, known))
 
     secret_names = [name for name, spec in known.items() if (spec or {}).get("no_log")]
     out = _mask(out, [(nodes[h] or {}).get(n) for h in nodes for n in secret_names])

@@ -402,7 +402,36 @@ def test_every_code_is_listed():
     codes.add("VALIDATE_BAD_HOSTNAME")
     codes.add("VALIDATE_TEMPLATE")
     codes.add("VALIDATE_FACT_VARIABLE")
+    codes.add("VALIDATE_NOT_CLUSTER_WIDE")
     assert codes == set(v.PROBLEM_CODES)
+
+
+@pytest.mark.parametrize("nodes, shown", [
+    # set on one node, the others on the argument spec's default
+    ({"node0": {"ssh_trust_verify": False}, "node1": {}, "node2": {}},
+     "False on node0; True (the default) on node1, node2"),
+    ({"node0": {}, "node1": {"ssh_trust_verify_every_pair": "always"}},
+     "'auto' (the default) on node0; 'always' on node1"),
+    ({"node0": {"ssh_trust_root": True}, "node1": {"ssh_trust_root": False}}, "True on node0; False on node1"),
+])
+def test_a_play_wide_variable_set_per_node_is_refused(nodes, shown):
+    problems = [p for p in run(nodes=nodes) if p["code"] == "VALIDATE_NOT_CLUSTER_WIDE"]
+    assert len(problems) == 1, problems
+    assert shown in problems[0]["message"] and "once for every node" in problems[0]["fix"], problems
+
+
+@pytest.mark.parametrize("nodes", [
+    {"node0": {"ssh_trust_verify": False}, "node1": {"ssh_trust_verify": "no"}},  # the same boolean, two spellings
+    {"node0": {"ssh_trust_verify_every_pair": "auto"}, "node1": {}},  # the default, set on one node
+    {"node0": {"ssh_trust_verify_every_pair": "always"}, "node1": {"ssh_trust_verify_every_pair": "always"}},
+])
+def test_a_play_wide_variable_with_one_value_passes(nodes):
+    assert [p for p in run(nodes=nodes) if p["code"] == "VALIDATE_NOT_CLUSTER_WIDE"] == []
+
+
+def test_a_play_wide_variable_of_the_wrong_type_is_named_by_its_own_rule():
+    problems = run(nodes={"node0": {"ssh_trust_verify_every_pair": "sometimes"}, "node1": {}})
+    assert found(problems) == [("VALIDATE_CHOICE", "ssh_trust_verify_every_pair")], problems
 
 
 def test_known_options_cover_every_role():
