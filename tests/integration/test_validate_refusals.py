@@ -107,16 +107,16 @@ def test_group_vars_are_validated(tmp_path):
 
 
 def test_a_per_host_value_of_a_play_wide_variable_is_refused(tmp_path):
-    """ssh_trust's check reads ssh_trust_verify_every_pair once for the play: one host's own value is refused, on
+    """ssh_trust's summaries and stop follow the first node's ssh_trust_verify: one host's own value is refused, on
     the access stage alone too (where ssh_trust runs)."""
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(
-        "ddp_nodes:\n  hosts:\n    ddp-absent1:\n    ddp-absent2:\n      ssh_trust_verify_every_pair: always\n"
+        "ddp_nodes:\n  hosts:\n    ddp-absent1:\n    ddp-absent2:\n      ssh_trust_verify: false\n"
         "  vars:\n    ansible_connection: containers.podman.podman\nddp_head:\n  hosts:\n    ddp-absent1:\n")
     for playbook in ("site.yml", "playbooks/access.yml"):
         proc, out = run(playbook, {}, inventory=str(inventory))
-        assert_refused_before_contact(proc, out, "VALIDATE_NOT_CLUSTER_WIDE", "ssh_trust_verify_every_pair")
-        assert "'auto' (the default) on ddp-absent1; 'always' on ddp-absent2" in out, out[-3000:]
+        assert_refused_before_contact(proc, out, "VALIDATE_NOT_CLUSTER_WIDE", "ssh_trust_verify")
+        assert "True (the default) on ddp-absent1; False on ddp-absent2" in out, out[-3000:]
 
 
 def test_good_input_passes_validate_once_and_reaches_the_nodes():

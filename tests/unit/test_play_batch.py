@@ -20,6 +20,8 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAY_HOSTS = re.compile(r"\bansible_play_hosts\b(?!_all)")
+# A role another role includes (include_role/import_role ... name: ddp.cluster.nvidia_repo) runs in the same play.
+INCLUDED = re.compile(r"(?:include|import)_role:\s*\n(?:\s+\w+:.*\n)*?\s+name:\s*ddp\.cluster\.(\w+)")
 
 
 def rolling_roles():
@@ -29,15 +31,24 @@ def rolling_roles():
     batch = [play for play in plays if "serial" in play]
     assert len(batch) == 1, "rolling.yml has one play with serial"
     names = [entry["role"] if isinstance(entry, dict) else entry for entry in batch[0]["roles"]]
-    return [name.split(".")[-1] for name in names]
+    roles = [name.split(".")[-1] for name in names]
+    for role in roles:  # grows while it is walked: the roles they include, and so on
+        for path in role_files(role):
+            with open(path, encoding="utf-8") as handle:
+                roles.extend(name for name in INCLUDED.findall(handle.read()) if name not in roles)
+    return roles
+
+
+def role_files(role):
+    """The role's YAML and templates (not files/, which the role copies to the nodes as they are)."""
+    return [path for path in sorted(glob.glob(os.path.join(ROOT, "roles", role, "**", "*"), recursive=True))
+            if os.path.isfile(path) and "/files/" not in path and path.endswith((".yml", ".yaml", ".j2"))]
 
 
 def play_hosts_uses(role):
     """``path:line`` of each use of ``ansible_play_hosts`` in the role's YAML and templates (not in comment lines)."""
     found = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "roles", role, "**", "*"), recursive=True)):
-        if not os.path.isfile(path) or "/files/" in path or not path.endswith((".yml", ".yaml", ".j2")):
-            continue
+    for path in role_files(role):
         with open(path, encoding="utf-8") as handle:
             for number, line in enumerate(handle, 1):
                 # a comment may name it (this rule's own explanation); a YAML comment line is not templated
@@ -53,9 +64,12 @@ def test_the_scan_finds_play_hosts_and_leaves_play_hosts_all():
     assert not PLAY_HOSTS.search("{{ ansible_play_batch | length }}")
 
 
-def test_rolling_runs_the_site_roles():
+def test_rolling_runs_the_site_roles_and_those_they_include():
     roles = rolling_roles()
     assert {"preflight", "rdma", "ssh_trust", "firewall", "node_health", "slurm", "pytorch_env"} <= set(roles), roles
+    assert "nvidia_repo" in roles, roles  # included by nvidia_driver, cuda_toolkit, cudnn and nccl
+    assert INCLUDED.findall("- name: x\n  ansible.builtin.include_role:\n    name: ddp.cluster.nvidia_repo\n") == [
+        "nvidia_repo"]
 
 
 def test_the_roles_rolling_runs_name_the_batch_not_every_host_of_the_play():

@@ -1479,10 +1479,11 @@ def _shrink_problems(values, nodes, head_hosts):
 
 
 # Variables a role reads once for the whole play (a run_once task, which runs with the first host's variables), so a
-# value set for some nodes only would be obeyed or ignored by the order of the inventory: ssh_trust's check (whether
-# it runs, every pair or a ring: its run_once summaries and stop) and whether root's account gets the trust (the key
-# source's run_once read of the key pairs). Each has a plain default in its argument spec.
-CLUSTER_WIDE = ("ssh_trust_verify", "ssh_trust_verify_every_pair", "ssh_trust_root")
+# value set for some nodes only would be obeyed or ignored by the order of the inventory: whether ssh_trust checks
+# SSH at all (its run_once summaries and stop are conditioned on it) and whether root's account gets the trust (the
+# key source's run_once read of the key pairs, one pair per account of the first host). Each has a plain default in
+# its argument spec. (ssh_trust_verify_every_pair is read by each node for its own logins, and may differ.)
+CLUSTER_WIDE = ("ssh_trust_verify", "ssh_trust_root")
 
 
 def _comparable(value, spec):
@@ -1497,15 +1498,19 @@ def _comparable(value, spec):
     return value
 
 
-def _cluster_wide_problems(nodes, known):
+def _cluster_wide_problems(nodes, known, unrendered=None):
     """VALIDATE_NOT_CLUSTER_WIDE: a :data:`CLUSTER_WIDE` variable with two values across the nodes.
 
     nodes: {inventory hostname: {variable: value}} as :func:`validate` takes it; a node that does not set the
-    variable has the argument spec's default (where the spec gives none, the nodes that set it are compared)."""
+    variable has the argument spec's default (where the spec gives none, the nodes that set it are compared).
+    unrendered: {inventory hostname: {variable: error}}; a variable whose value cannot be rendered on the controller
+    for some node (it reads a node fact or a role default) is left to the node, not compared."""
     out = []
     for name in CLUSTER_WIDE:
         spec = known.get(name) or {}
         if not any(name in (values or {}) for values in nodes.values()):
+            continue
+        if any(name in (errors or {}) for errors in (unrendered or {}).values()):
             continue
         by_value = {}
         for host in sorted(nodes):
@@ -1601,7 +1606,7 @@ def validate(cfg):
         shape["rdzv_addr"] = addr
     out.extend(inventory_problems(shape))
     out.extend(_shrink_problems(first, sorted(nodes), list(cfg.get("head_hosts") or [])))
-    out.extend(_cluster_wide_problems(nodes, known))
+    out.extend(_cluster_wide_problems(nodes, known, unrendered))
 
     secret_names = [name for name, spec in known.items() if (spec or {}).get("no_log")]
     out = _mask(out, [(nodes[h] or {}).get(n) for h in nodes for n in secret_names])

@@ -410,8 +410,7 @@ def test_every_code_is_listed():
     # set on one node, the others on the argument spec's default
     ({"node0": {"ssh_trust_verify": False}, "node1": {}, "node2": {}},
      "False on node0; True (the default) on node1, node2"),
-    ({"node0": {}, "node1": {"ssh_trust_verify_every_pair": "always"}},
-     "'auto' (the default) on node0; 'always' on node1"),
+    ({"node0": {}, "node1": {"ssh_trust_root": "yes"}}, "False (the default) on node0; 'yes' on node1"),
     ({"node0": {"ssh_trust_root": True}, "node1": {"ssh_trust_root": False}}, "True on node0; False on node1"),
 ])
 def test_a_play_wide_variable_set_per_node_is_refused(nodes, shown):
@@ -422,16 +421,25 @@ def test_a_play_wide_variable_set_per_node_is_refused(nodes, shown):
 
 @pytest.mark.parametrize("nodes", [
     {"node0": {"ssh_trust_verify": False}, "node1": {"ssh_trust_verify": "no"}},  # the same boolean, two spellings
-    {"node0": {"ssh_trust_verify_every_pair": "auto"}, "node1": {}},  # the default, set on one node
-    {"node0": {"ssh_trust_verify_every_pair": "always"}, "node1": {"ssh_trust_verify_every_pair": "always"}},
+    {"node0": {"ssh_trust_root": False}, "node1": {}},  # the default, set on one node
+    {"node0": {"ssh_trust_root": True}, "node1": {"ssh_trust_root": True}},
+    # read by each node for its own logins: one node may check every pair while the others check the ring
+    {"node0": {"ssh_trust_verify_every_pair": "always"}, "node1": {}},
 ])
 def test_a_play_wide_variable_with_one_value_passes(nodes):
     assert [p for p in run(nodes=nodes) if p["code"] == "VALIDATE_NOT_CLUSTER_WIDE"] == []
 
 
 def test_a_play_wide_variable_of_the_wrong_type_is_named_by_its_own_rule():
-    problems = run(nodes={"node0": {"ssh_trust_verify_every_pair": "sometimes"}, "node1": {}})
-    assert found(problems) == [("VALIDATE_CHOICE", "ssh_trust_verify_every_pair")], problems
+    problems = run(nodes={"node0": {"ssh_trust_verify": "sometimes"}, "node1": {}})
+    assert found(problems) == [("VALIDATE_TYPE", "ssh_trust_verify")], problems
+
+
+def test_a_play_wide_value_left_to_the_node_is_not_compared():
+    # node1's value reads a node fact or a role default: the controller cannot tell it, so it is not "the default"
+    problems = v.validate({"nodes": {"node0": {"ssh_trust_verify": False}, "node1": {}}, "head_hosts": ["node0"],
+                           "role_specs": SPECS, "unrendered": {"node1": {"ssh_trust_verify": "'slurm_verify' is undefined"}}})
+    assert [p for p in problems if p["code"] == "VALIDATE_NOT_CLUSTER_WIDE"] == [], problems
 
 
 def test_known_options_cover_every_role():
